@@ -1,0 +1,105 @@
+"""Array backends: NumPy for ``cpu``, CuPy for ``cuda`` / ``cuda:N``.
+
+Everything that differs between NumPy and CuPy lives in this package (invariant 8): ops call
+:func:`get_array_module` and write one body of code for both.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .dtypes import (
+    bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8,
+    finfo, is_floating, is_low_precision, normalize_dtype, widest_float,
+)
+
+__all__ = [
+    "np", "get_array_module", "cupy", "cuda_available", "device_of", "normalize_device",
+    "to_device", "asarray", "from_dlpack", "bfloat16", "bool_", "float16", "float32", "float64",
+    "int8", "int16", "int32", "int64", "uint8", "finfo", "is_floating", "is_low_precision",
+    "normalize_dtype", "widest_float",
+]
+
+try:  # importing minigrad must never require CuPy
+    import cupy  # type: ignore
+except Exception:  # pragma: no cover - depends on the machine
+    cupy = None
+
+_cuda_available: bool | None = None
+
+
+def cuda_available() -> bool:
+    """True when CuPy is importable and sees at least one GPU (never raises)."""
+    global _cuda_available
+    if _cuda_available is None:
+        try:
+            _cuda_available = bool(cupy is not None and cupy.cuda.is_available())
+        except Exception:  # pragma: no cover
+            _cuda_available = False
+    return _cuda_available
+
+
+_ndarray = np.ndarray
+
+
+def get_array_module(x):
+    """Return ``numpy`` or ``cupy``, whichever owns the array ``x``."""
+    if type(x) is _ndarray or cupy is None:
+        return np
+    return cupy.get_array_module(x)
+
+
+def normalize_device(device) -> str:
+    """Spell a device as ``"cpu"`` or ``"cuda:N"``; raise a clear error for anything else."""
+    if device is None:
+        return "cpu"
+    if not isinstance(device, str):
+        device = str(device)
+    if device == "cpu":
+        return "cpu"
+    if device == "cuda" or device == "gpu":
+        return "cuda:0"
+    if device.startswith(("cuda:", "gpu:")) and device[device.index(":") + 1:].isdigit():
+        return "cuda:" + device[device.index(":") + 1:]
+    raise ValueError(f"unknown device {device!r}: use 'cpu', 'cuda' or 'cuda:N'")
+
+
+def device_of(array) -> str:
+    """The device string of a NumPy or CuPy array."""
+    if type(array) is _ndarray or cupy is None or not isinstance(array, cupy.ndarray):
+        return "cpu"
+    return f"cuda:{array.device.id}"
+
+
+def _require_cuda(device: str):
+    if not cuda_available():
+        raise RuntimeError(
+            f"device {device!r} requested but CuPy sees no GPU: install the 'gpu' (CUDA 12) or "
+            "'cuda13' extra on a machine with an NVIDIA GPU, or use device='cpu'")
+
+
+def asarray(data, dtype=None, device: str = "cpu"):
+    """Make a backend array on ``device`` from lists, scalars, NumPy or CuPy arrays."""
+    if device == "cpu":
+        if cupy is not None and isinstance(data, cupy.ndarray):
+            data = data.get()
+        return np.asarray(data, dtype=dtype)
+    _require_cuda(device)
+    with cupy.cuda.Device(int(device.split(":")[1])):
+        return cupy.asarray(data, dtype=dtype)
+
+
+def to_device(array, device: str):
+    """Copy ``array`` to ``device`` (a no-op when it is already there)."""
+    if device_of(array) == device:
+        return array
+    return asarray(array, device=device)
+
+
+def from_dlpack(obj):
+    """Wrap any object exporting ``__dlpack__`` without copying (CPU or CUDA)."""
+    dev_type = obj.__dlpack_device__()[0] if hasattr(obj, "__dlpack_device__") else 1
+    if dev_type == 1:  # kDLCPU
+        return np.from_dlpack(obj)
+    _require_cuda("cuda")
+    return cupy.from_dlpack(obj)

@@ -1,0 +1,224 @@
+"""The backward engine: iterative topological walk over recorded ``Function`` nodes.
+
+No recursion anywhere (invariant 7), so a 10,000-op chain is fine. Backward runs with the
+precision policy cleared: every node replays the dtypes it recorded in forward (invariant 5).
+"""
+
+from __future__ import annotations
+
+from .._backend.dtypes import is_floating
+from ..tensor import Tensor
+from .function import dispatch_hooks, dispatch_policy
+from .grad_mode import grad_enabled
+
+__all__ = ["run_backward", "grad"]
+
+
+def _freed_error(fn) -> RuntimeError:
+    return RuntimeError(
+        f"trying to backward through the graph a second time: the graph of op '{fn.name}' was "
+        "freed by an earlier backward. Pass retain_graph=True to the first backward (or "
+        "gm.backward) if you need to run backward twice")
+
+
+def _collect(roots) -> dict:
+    """Count, for every node reachable from ``roots``, how many graph edges consume it."""
+    deps: dict = {}
+    stack = []
+    for r in roots:
+        fn = r.creator
+        if fn is not None and fn not in deps:
+            deps[fn] = 0
+            stack.append(fn)
+    while stack:
+        fn = stack.pop()
+        if fn.inputs is None:
+            raise _freed_error(fn)
+        for x, need in zip(fn.inputs, fn.needs_input_grad):
+            if need and x.creator is not None:
+                c = x.creator
+                if c in deps:
+                    deps[c] += 1
+                else:
+                    deps[c] = 1
+                    stack.append(c)
+    return deps
+
+
+def _conform(g, x, fn):
+    """Give a gradient its tensor's dtype; a shape mismatch is a bug in the op's backward."""
+    if g.shape != x.shape:
+        name = fn.name if fn is not None else "backward"
+        raise RuntimeError(
+            f"op '{name}' produced a gradient of shape {g.shape} for an input of shape "
+            f"{x.shape}; this is a bug in that op's backward")
+    if g.dtype != x.dtype and is_floating(x.dtype):
+        g = g.astype(x.dtype)
+    return g
+
+
+def run_backward(roots, grad_roots, *, retain_graph=False, create_graph=False,
+                 capture=None, accumulate=True):
+    """Propagate ``grad_roots`` from ``roots`` back through the graph.
+
+    Args:
+        roots: output Tensors.
+        grad_roots: one gradient Tensor per root, same shape.
+        retain_graph: keep saved tensors so backward can run again.
+        create_graph: record the backward itself (higher-order derivatives).
+        capture: optional list of Tensors whose total gradient is returned (in that order).
+        accumulate: add gradients into ``.grad`` of every leaf that requires grad.
+
+    Returns:
+        The captured gradients (``None`` for a tensor the roots do not depend on).
+    """
+    deps = _collect(roots)
+    buffers: dict = {}
+    captured: dict = {}
+    capture_ids = {id(t) for t in capture} if capture else ()
+
+    def deliver(x, g, fn):
+        g = _conform(g, x, fn)
+        if capture_ids and id(x) in capture_ids:
+            prev = captured.get(id(x))
+            captured[id(x)] = g if prev is None else prev + g
+        c = x.creator
+        if c is None:
+            if accumulate:
+                x.grad = g if x.grad is None else x.grad + g
+            return
+        slots = buffers.get(c)
+        if slots is None:
+            slots = buffers[c] = [None] * c.n_outputs
+        i = x._out_index
+        slots[i] = g if slots[i] is None else slots[i] + g
+
+    grad_token = grad_enabled.set(bool(create_graph))
+    policy_token = dispatch_policy.set(None)
+    try:
+        for r, g in zip(roots, grad_roots):
+            if not r.requires_grad:
+                raise RuntimeError(
+                    f"backward on a tensor of shape {r.shape} that does not require grad: no op "
+                    "that produced it had an input with requires_grad=True (attach parameters "
+                    "to a GradManager, or create them as Parameter / requires_grad=True)")
+            deliver(r, g, None)
+        ready = [fn for fn, n in deps.items() if n == 0]
+        hooks = dispatch_hooks.get()
+        while ready:
+            fn = ready.pop()
+            grads = buffers.pop(fn, None) or [None] * fn.n_outputs
+            for i, g in enumerate(grads):
+                if g is None:
+                    shape, dtype = fn.out_meta[i] if fn.n_outputs > 1 else (None, None)
+                    grads[i] = Tensor._make(_zeros_like_meta(fn, shape, dtype), False, None, 0)
+            gins = fn.backward(*grads)
+            if type(gins) is not tuple:
+                gins = (gins,)
+            if len(gins) != len(fn.inputs):
+                raise RuntimeError(
+                    f"op '{fn.name}' backward returned {len(gins)} gradients for "
+                    f"{len(fn.inputs)} inputs")
+            if hooks:
+                for hook in hooks:
+                    hook("backward", fn, tuple(grads), gins)
+            for x, need, g in zip(fn.inputs, fn.needs_input_grad, gins):
+                if not need:
+                    continue
+                if g is not None:
+                    deliver(x, g, fn)
+                c = x.creator
+                if c is not None:
+                    deps[c] -= 1
+                    if deps[c] == 0:
+                        ready.append(c)
+            if not retain_graph:
+                fn.inputs = None
+                fn.saved = None
+    finally:
+        dispatch_policy.reset(policy_token)
+        grad_enabled.reset(grad_token)
+    if capture is None:
+        return None
+    return [captured.get(id(t)) for t in capture]
+
+
+def _zeros_like_meta(fn, shape, dtype):
+    from .._backend import get_array_module
+
+    ref = next(x.data for x in fn.inputs if isinstance(x, Tensor))
+    return get_array_module(ref).zeros(shape, dtype=dtype)
+
+
+def _as_list(x):
+    if x is None:
+        return []
+    if isinstance(x, (list, tuple)):
+        return list(x)
+    return [x]
+
+
+def default_grad(y: Tensor, dy, what: str = "backward") -> Tensor:
+    """Check or make the seed gradient for ``y``: ones for a one-element ``y``."""
+    from ..tensor import ones_like, tensor
+
+    if dy is None:
+        if y.size != 1:
+            raise RuntimeError(
+                f"{what}: y has shape {y.shape} ({y.size} elements); pass dy of that shape, or "
+                "reduce y to a scalar first (e.g. loss.mean())")
+        return ones_like(y)
+    if not isinstance(dy, Tensor):
+        dy = tensor(dy, dtype=y.dtype, device=y.device)
+    if dy.shape != y.shape:
+        if dy.size == 1 and y.size == 1:
+            dy = dy.reshape(y.shape)
+        else:
+            raise ValueError(
+                f"{what}: dy has shape {dy.shape} but y has shape {y.shape}; they must match")
+    if dy.dtype != y.dtype and is_floating(y.dtype):
+        dy = dy.astype(y.dtype)
+    return dy
+
+
+def grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=None,
+         allow_unused=True):
+    """Gradients of ``outputs`` with respect to ``inputs``, returned rather than accumulated.
+
+    Args:
+        outputs: a Tensor or a list of Tensors.
+        inputs: a Tensor or a list of Tensors (leaves or intermediates).
+        grad_outputs: seed gradients, one per output (defaults to ones for scalars).
+        create_graph: record the backward so the result can be differentiated again
+            (gradient penalties).
+        retain_graph: keep the graph; defaults to ``create_graph``.
+        allow_unused: return None for an input the outputs do not depend on (else raise).
+
+    Returns:
+        A tuple with one gradient per input (a single Tensor if ``inputs`` was one Tensor).
+
+    Example:
+        >>> import minigrad as mg
+        >>> from minigrad.autodiff import grad
+        >>> x = mg.tensor([3.0], requires_grad=True)
+        >>> (gx,) = grad((x ** 3).sum(), [x], create_graph=True)
+        >>> float(grad(gx.sum(), [x])[0].item())   # d2/dx2 x^3 = 6x
+        18.0
+    """
+    single = isinstance(inputs, Tensor)
+    outs = _as_list(outputs)
+    ins = _as_list(inputs)
+    dys = _as_list(grad_outputs) or [None] * len(outs)
+    if len(dys) != len(outs):
+        raise ValueError(f"grad: {len(outs)} outputs but {len(dys)} grad_outputs")
+    dys = [default_grad(y, dy, "grad") for y, dy in zip(outs, dys)]
+    if retain_graph is None:
+        retain_graph = create_graph
+    res = run_backward(outs, dys, retain_graph=retain_graph, create_graph=create_graph,
+                       capture=ins, accumulate=False)
+    if not allow_unused:
+        for i, g in enumerate(res):
+            if g is None:
+                raise RuntimeError(f"grad: input {i} (shape {ins[i].shape}) is not used by the "
+                                   "outputs; pass allow_unused=True to get None for it")
+    return res[0] if single else tuple(res)

@@ -1,0 +1,25 @@
+"""``mg.cuda``: GPU availability and memory statistics (all safe to call without a GPU)."""
+
+from __future__ import annotations
+
+from . import _backend as B
+
+__all__ = ["is_available", "device_count", "synchronize"]
+
+
+def is_available() -> bool:
+    """True when CuPy is installed and sees a GPU; never raises."""
+    return B.cuda_available()
+
+
+def device_count() -> int:
+    """Number of visible GPUs (0 without CuPy or a GPU)."""
+    if not B.cuda_available():
+        return 0
+    return B.cupy.cuda.runtime.getDeviceCount()
+
+
+def synchronize() -> None:
+    """Wait for all queued GPU work (no-op on the CPU)."""
+    if B.cuda_available():
+        B.cupy.cuda.Device().synchronize()

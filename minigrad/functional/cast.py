@@ -1,0 +1,72 @@
+"""Casts and device moves: differentiable, the gradient goes back to the source dtype/device.
+
+``cast`` is what autocast inserts in front of ops (``Function.apply``); it is never itself cast.
+"""
+
+from __future__ import annotations
+
+from .._backend import get_array_module, normalize_device, to_device as _to_device_array
+from .._backend.dtypes import normalize_dtype
+from ..autodiff.function import Function
+from ..tensor import Tensor
+
+__all__ = ["cast", "to_device", "clone", "detach"]
+
+
+class Cast(Function):
+    name = "cast"
+
+    def forward(self, x, dtype):
+        self.src_dtype = x.dtype
+        return x.astype(dtype)
+
+    def backward(self, gy):
+        return cast(gy, self.src_dtype)
+
+
+class ToDevice(Function):
+    name = "to_device"
+
+    def forward(self, x, device):
+        from .._backend import device_of
+
+        self.src_device = device_of(x)
+        return _to_device_array(x, device)
+
+    def backward(self, gy):
+        return to_device(gy, self.src_device)
+
+
+class Clone(Function):
+    name = "clone"
+
+    def forward(self, x):
+        return get_array_module(x).array(x, copy=True)
+
+    def backward(self, gy):
+        return gy
+
+
+def cast(x: Tensor, dtype) -> Tensor:
+    """``x`` in ``dtype`` (returns ``x`` itself when it already has that dtype)."""
+    dtype = normalize_dtype(dtype)
+    if x.dtype == dtype:
+        return x
+    return Cast.apply(x, dtype=dtype)
+
+
+def to_device(x: Tensor, device) -> Tensor:
+    """``x`` copied to ``device`` (``"cpu"``, ``"cuda:N"``), differentiably."""
+    device = normalize_device(device)
+    if x.device == device:
+        return x
+    return ToDevice.apply(x, device=device)
+
+
+def clone(x: Tensor) -> Tensor:
+    """A copy of ``x`` that stays in the graph."""
+    return Clone.apply(x)
+
+
+def detach(x: Tensor) -> Tensor:
+    return x.detach()
