@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from . import _backend as B
+from ._backend.memory import max_memory_allocated, memory_allocated, reset_peak_memory_stats
 
-__all__ = ["is_available", "device_count", "synchronize"]
+__all__ = ["is_available", "device_count", "synchronize", "memory_allocated",
+           "max_memory_allocated", "reset_peak_memory_stats"]
 
 
 def is_available() -> bool:
