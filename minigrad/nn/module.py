@@ -18,7 +18,7 @@ from .. import _backend as B
 from .._backend.dtypes import is_floating, normalize_dtype
 from ..tensor import Parameter, Tensor
 
-__all__ = ["Module", "RemovableHandle", "current_module_path", "IncompatibleKeys"]
+__all__ = ["IncompatibleKeys", "Module", "RemovableHandle", "current_module_path"]
 
 # The path of module names from the root to the module whose forward is running, e.g.
 # ("", "layer1", "0", "conv1"). Roots are named "". Read by minigrad.amp's debugging tools.
@@ -175,7 +175,7 @@ class Module:
 
     register_module = add_module
 
-    def get_submodule(self, target: str) -> "Module":
+    def get_submodule(self, target: str) -> Module:
         """The sub-module at a dotted path like ``"layer1.0.conv1"`` (``""`` is self)."""
         mod = self
         for part in target.split(".") if target else ():
@@ -340,17 +340,17 @@ class Module:
         return IncompatibleKeys(missing, unexpected)
 
     # ------------------------------------------------------------------ modes
-    def train(self, mode: bool = True) -> "Module":
+    def train(self, mode: bool = True) -> Module:
         """Set training mode on this module and every descendant."""
         for m in self.modules():
             m.training = bool(mode)
         return self
 
-    def eval(self) -> "Module":
+    def eval(self) -> Module:
         """Set evaluation mode (``train(False)``)."""
         return self.train(False)
 
-    def requires_grad_(self, flag: bool = True) -> "Module":
+    def requires_grad_(self, flag: bool = True) -> Module:
         for p in self.parameters():
             p.requires_grad_(flag)
         return self
@@ -361,10 +361,11 @@ class Module:
             if set_to_none or p.grad is None:
                 p.grad = None
             else:
-                p.grad = p.grad.detach()
-                p.grad.data[...] = 0
+                # A fresh array: the engine may hand one gradient array to several tensors.
+                g = p.grad.data
+                p.grad = Tensor._make(B.get_array_module(g).zeros_like(g), False, None, 0)
 
-    def apply(self, fn) -> "Module":
+    def apply(self, fn) -> Module:
         """Call ``fn(module)`` on every descendant (children first) and self."""
         for child in self.children():
             child.apply(fn)
@@ -381,7 +382,7 @@ class Module:
                         seen.add(id(t))
                         yield t
 
-    def to(self, device=None, dtype=None) -> "Module":
+    def to(self, device=None, dtype=None) -> Module:
         """Move parameters and buffers to ``device`` and/or cast floating ones to ``dtype``.
 
         Works in place: the Parameter objects stay the same, only their data moves.
@@ -400,13 +401,13 @@ class Module:
             self.astype(dtype)
         return self
 
-    def cpu(self) -> "Module":
+    def cpu(self) -> Module:
         return self.to("cpu")
 
-    def cuda(self, device="cuda") -> "Module":
+    def cuda(self, device="cuda") -> Module:
         return self.to(device)
 
-    def astype(self, dtype) -> "Module":
+    def astype(self, dtype) -> Module:
         """Cast floating parameters and buffers to ``dtype`` in place (objects are kept)."""
         dtype = normalize_dtype(dtype)
         if not is_floating(dtype):
@@ -419,16 +420,16 @@ class Module:
                     t.grad = Tensor._make(t.grad.data.astype(dtype), False, None, 0)
         return self
 
-    def half(self) -> "Module":
+    def half(self) -> Module:
         return self.astype(B.float16)
 
-    def float(self) -> "Module":
+    def float(self) -> Module:
         return self.astype(B.float32)
 
-    def double(self) -> "Module":
+    def double(self) -> Module:
         return self.astype(B.float64)
 
-    def bfloat16(self) -> "Module":
+    def bfloat16(self) -> Module:
         return self.astype(B.bfloat16)
 
     # ------------------------------------------------------------------ repr
@@ -444,6 +445,3 @@ class Module:
             return f"{type(self).__name__}({extra})"
         body = "\n  ".join(([extra] if extra else []) + lines)
         return f"{type(self).__name__}(\n  {body}\n)"
-
-    def __dir__(self):
-        return sorted(set(super().__dir__()))

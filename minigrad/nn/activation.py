@@ -1,0 +1,111 @@
+"""Activation layers: thin Modules over the ``F`` activations."""
+
+from __future__ import annotations
+
+from .. import functional as F
+from . import init
+from .module import Module
+
+__all__ = ["GELU", "LeakyReLU", "PReLU", "ReLU", "SiLU", "Sigmoid", "Softmax", "Tanh"]
+
+
+class ReLU(Module):
+    """``max(x, 0)``. ``inplace`` is accepted for PyTorch compatibility and ignored."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+
+    def forward(self, x):
+        return F.relu(x)
+
+
+class LeakyReLU(Module):
+    """``x`` for ``x >= 0``, ``negative_slope * x`` otherwise."""
+
+    def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
+        super().__init__()
+        self.negative_slope = negative_slope
+
+    def forward(self, x):
+        return F.leaky_relu(x, self.negative_slope)
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}"
+
+
+class PReLU(Module):
+    """Leaky ReLU with a learned slope: one shared (``num_parameters=1``) or one per channel.
+
+    Args:
+        num_parameters: 1 or the number of channels (axis 1 of the input).
+        init: initial slope.
+    """
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init_value = init
+        self.weight = _init.constant_(_init._empty_param((num_parameters,), device, dtype), init)
+
+    def forward(self, x):
+        return F.prelu(x, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+_init = init  # PReLU's ``init`` argument shadows the module name inside __init__
+
+
+class GELU(Module):
+    """Gaussian error linear unit; ``approximate="tanh"`` uses the tanh formula."""
+
+    def __init__(self, approximate: str = "none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, x):
+        return F.gelu(x, self.approximate)
+
+    def extra_repr(self) -> str:
+        return f"approximate={self.approximate!r}"
+
+
+class SiLU(Module):
+    """``x * sigmoid(x)`` (swish)."""
+
+    def forward(self, x):
+        return F.silu(x)
+
+
+class Sigmoid(Module):
+    """``1 / (1 + exp(-x))``."""
+
+    def forward(self, x):
+        return F.sigmoid(x)
+
+
+class Tanh(Module):
+    """Hyperbolic tangent."""
+
+    def forward(self, x):
+        return F.tanh(x)
+
+
+class Softmax(Module):
+    """Softmax along ``dim`` (MegEngine: ``axis``); accumulates in float32.
+
+    Args:
+        dim: the axis that sums to one (default -1; PyTorch's implicit choice is not copied).
+        axis: alias of ``dim``.
+    """
+
+    def __init__(self, dim: int | None = None, axis: int | None = None):
+        super().__init__()
+        self.dim = -1 if dim is None and axis is None else (dim if dim is not None else axis)
+
+    def forward(self, x):
+        return F.softmax(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"

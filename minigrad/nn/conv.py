@@ -1,0 +1,136 @@
+"""Convolutions: ``Conv1d``, ``Conv2d`` and ``ConvTranspose2d`` over ``F.conv*``."""
+
+from __future__ import annotations
+
+import math
+
+from .. import functional as F
+from . import init
+from .module import Module
+
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
+
+
+def _tuple(v, n):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+
+class _ConvNd(Module):
+    _ndim = 2
+    _transposed = False
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                 bias, output_padding=0, device=None, dtype=None):
+        super().__init__()
+        name = type(self).__name__
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"{name}: in_channels ({in_channels}) and out_channels "
+                             f"({out_channels}) must both be divisible by groups ({groups})")
+        n = self._ndim
+        if isinstance(padding, str):
+            padding = self._string_padding(padding, _tuple(kernel_size, n),
+                                           _tuple(dilation, n), stride)
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = _tuple(kernel_size, n)
+        self.stride = _tuple(stride, n)
+        self.padding = _tuple(padding, n)
+        self.dilation = _tuple(dilation, n)
+        self.output_padding = _tuple(output_padding, n)
+        self.groups = groups
+        if self._transposed:
+            shape = (in_channels, out_channels // groups) + self.kernel_size
+        else:
+            shape = (out_channels, in_channels // groups) + self.kernel_size
+        self.weight = init._empty_param(shape, device, dtype)
+        if bias:
+            self.bias = init._empty_param((out_channels,), device, dtype)
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def _string_padding(self, padding, kernel, dilation, stride):
+        if padding == "valid":
+            return 0
+        total = [d * (k - 1) for k, d in zip(kernel, dilation)]
+        if padding != "same" or self._transposed or any(t % 2 for t in total) or any(
+                s != 1 for s in _tuple(stride, self._ndim)):
+            raise NotImplementedError(
+                f"{type(self).__name__}: padding={padding!r} is supported only as 'valid', or "
+                "'same' with stride 1 and an odd effective kernel; give explicit padding")
+        return tuple(t // 2 for t in total)
+
+    def reset_parameters(self) -> None:
+        # PyTorch's default: kaiming_uniform(a=sqrt(5)) == U(+-1/sqrt(fan_in)), fan_in from the
+        # weight's dim 1 (so for transposed convs it is out_channels/groups * kernel area).
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self) -> str:
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if any(self.padding):
+            s += f", padding={self.padding}"
+        if any(d != 1 for d in self.dilation):
+            s += f", dilation={self.dilation}"
+        if any(self.output_padding):
+            s += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution over ``(N, C_in, L)``; weight ``(C_out, C_in/groups, k)``."""
+
+    _ndim = 1
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, device=device, dtype=dtype)
+
+    def forward(self, x):
+        return F.conv1d(x, self.weight, self.bias, self.stride[0], self.padding[0],
+                        self.dilation[0], self.groups)
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution over ``(N, C_in, H, W)``; weight ``(C_out, C_in/groups, kh, kw)``.
+
+    Args:
+        in_channels, out_channels: channel counts.
+        kernel_size, stride, padding, dilation: an int or an ``(h, w)`` pair.
+        groups: split channels into this many independent groups.
+        bias: learn a per-output-channel bias.
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, device=None, dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, device=device, dtype=dtype)
+
+    def forward(self, x):
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                        self.groups)
+
+
+class ConvTranspose2d(_ConvNd):
+    """Transposed 2-D convolution; weight ``(C_in, C_out/groups, kh, kw)`` as in PyTorch."""
+
+    _transposed = True
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups: int = 1, bias: bool = True, dilation=1, device=None,
+                 dtype=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, output_padding=output_padding, device=device, dtype=dtype)
+
+    def forward(self, x):
+        return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding,
+                                  self.output_padding, self.groups, self.dilation)

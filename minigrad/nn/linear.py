@@ -1,0 +1,78 @@
+"""Dense layers: ``Linear`` (``Dense``), plus the shape-only ``Identity`` and ``Flatten``."""
+
+from __future__ import annotations
+
+import math
+
+from .. import functional as F
+from . import init
+from .module import Module
+
+__all__ = ["Dense", "Flatten", "Identity", "Linear"]
+
+
+class Identity(Module):
+    """Returns its input unchanged (arguments are accepted and ignored)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+
+
+class Linear(Module):
+    """``y = x @ weight.T + bias`` with ``weight`` of shape ``(out_features, in_features)``.
+
+    Weights start as kaiming_uniform(a=sqrt(5)) (= U(+-1/sqrt(in_features))), the bias as
+    U(+-1/sqrt(in_features)), as in PyTorch.
+
+    Args:
+        in_features: size of the last input axis.
+        out_features: size of the last output axis.
+        bias: learn an additive bias.
+        device, dtype: where and in which dtype to create the parameters (cpu, float32).
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        self.weight = init._empty_param((out_features, in_features), device, dtype)
+        if bias:
+            self.bias = init._empty_param((out_features,), device, dtype)
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, x):
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
+
+
+Dense = Linear  # MindSpore's spelling
+
+
+class Flatten(Module):
+    """Flatten axes ``start_dim..end_dim`` into one (default: all but the batch axis)."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1):
+        super().__init__()
+        self.start_dim = start_dim
+        self.end_dim = end_dim
+
+    def forward(self, x):
+        return F.flatten(x, self.start_dim, self.end_dim)
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"

@@ -1,0 +1,159 @@
+"""Normalisation layers: ``BatchNorm1d``/``BatchNorm2d``, ``LayerNorm``, ``GroupNorm``."""
+
+from __future__ import annotations
+
+from .. import functional as F
+from .._backend.dtypes import float32, float64, int64, normalize_dtype
+from ..tensor import ones, zeros
+from . import init
+from .module import Module
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "LayerNorm"]
+
+
+class _BatchNorm(Module):
+    _dims = ()
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, device=None, dtype=None):
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = init.ones_(init._empty_param((num_features,), device, dtype))
+            self.bias = init.zeros_(init._empty_param((num_features,), device, dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            # Statistics stay float32 for low-precision layers: fp16 variances lose too much.
+            stat = float64 if dtype is not None and normalize_dtype(dtype) == float64 else float32
+            self.register_buffer("running_mean", zeros(num_features, dtype=stat, device=device))
+            self.register_buffer("running_var", ones(num_features, dtype=stat, device=device))
+            self.register_buffer("num_batches_tracked", zeros((), dtype=int64, device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            init.zeros_(self.running_mean)
+            init.ones_(self.running_var)
+            self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, x):
+        if x.ndim not in self._dims:
+            raise ValueError(f"{type(self).__name__}: expected a {' or '.join(map(str, self._dims))}"
+                             f"-D input (N, C, ...), got shape {x.shape}")
+        if x.shape[1] != self.num_features:
+            raise ValueError(f"{type(self).__name__}: input has {x.shape[1]} channels (shape "
+                             f"{x.shape}) but the layer was built for {self.num_features}")
+        momentum = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # cumulative moving average
+                momentum = 1.0 / float(self.num_batches_tracked.item())
+        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            training=self.training or self.running_mean is None,
+                            momentum=momentum, eps=self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalisation over ``(N, C)`` or ``(N, C, L)`` inputs, per channel C.
+
+    Training normalises with the batch statistics and updates ``running_mean``/``running_var``
+    (``new = (1 - momentum) * old + momentum * batch``, unbiased variance); evaluation uses the
+    running statistics.
+    """
+
+    _dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalisation over ``(N, C, H, W)`` inputs, per channel C (see BatchNorm1d)."""
+
+    _dims = (4,)
+
+
+class LayerNorm(Module):
+    """Normalise over the trailing ``normalized_shape`` axes, then scale and shift.
+
+    Args:
+        normalized_shape: an int or the tuple of trailing axes' sizes.
+        eps: added to the variance.
+        elementwise_affine: learn ``weight`` (ones) and ``bias`` (zeros).
+        bias: learn the bias (with elementwise_affine).
+    """
+
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = init.ones_(init._empty_param(self.normalized_shape, device, dtype))
+            if bias:
+                self.bias = init.zeros_(init._empty_param(self.normalized_shape, device, dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, x):
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+class GroupNorm(Module):
+    """Normalise ``(N, C, ...)`` over groups of ``C // num_groups`` channels, per sample.
+
+    Args:
+        num_groups: number of channel groups (must divide num_channels).
+        num_channels: C.
+        eps: added to the variance.
+        affine: learn per-channel ``weight`` (ones) and ``bias`` (zeros).
+    """
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, device=None, dtype=None):
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible by "
+                             f"num_groups ({num_groups})")
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        if affine:
+            self.weight = init.ones_(init._empty_param((num_channels,), device, dtype))
+            self.bias = init.zeros_(init._empty_param((num_channels,), device, dtype))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, x):
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
