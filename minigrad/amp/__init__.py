@@ -1,0 +1,72 @@
+"""Automatic mixed precision: ``autocast`` regions driven by the op policy table, the weight-cast
+cache, and loss scaling (``GradScaler``, ``StaticGradScaler``).
+
+PyTorch style::
+
+    from minigrad import amp
+    scaler = amp.GradScaler()
+    with amp.autocast():                 # or amp.autocast(dtype="bfloat16")
+        loss = loss_fn(model(x), y)
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+
+MegEngine style: ``@amp.autocast()`` on the train step, ``scaler.backward(gm, loss)``, or the
+global switch ``amp.enabled = True`` (with ``amp.low_prec_dtype`` / ``amp.high_prec_dtype``),
+which turns autocast on in the current context until ``amp.enabled = False``.
+
+The table lives in :mod:`minigrad.amp.policy` (``amp.policy.get/set/reset/table``).
+"""
+
+import sys
+import types
+
+from . import policy
+from .autocast import _Global, autocast, get_autocast_dtype, is_autocast_enabled
+from .grad_scaler import GradScaler, StaticGradScaler
+
+__all__ = [
+    "GradScaler",
+    "StaticGradScaler",
+    "autocast",
+    "enabled",
+    "get_autocast_dtype",
+    "high_prec_dtype",
+    "is_autocast_enabled",
+    "low_prec_dtype",
+    "policy",
+]
+
+
+class _AmpModule(types.ModuleType):
+    """Module type whose ``enabled``/``low_prec_dtype``/``high_prec_dtype`` act when assigned."""
+
+    @property
+    def enabled(self) -> bool:
+        """Whether autocast is on in the current context (region or global switch)."""
+        return is_autocast_enabled()
+
+    @enabled.setter
+    def enabled(self, flag) -> None:
+        _Global.set_enabled(bool(flag))
+
+    @property
+    def low_prec_dtype(self):
+        """dtype of the global switch's "lower" ops (``"float16"`` or ``"bfloat16"``)."""
+        return _Global.low
+
+    @low_prec_dtype.setter
+    def low_prec_dtype(self, dtype) -> None:
+        _Global.set_dtypes(low=dtype)
+
+    @property
+    def high_prec_dtype(self):
+        """dtype of the global switch's "fp32" ops."""
+        return _Global.high
+
+    @high_prec_dtype.setter
+    def high_prec_dtype(self, dtype) -> None:
+        _Global.set_dtypes(high=dtype)
+
+
+sys.modules[__name__].__class__ = _AmpModule

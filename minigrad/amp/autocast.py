@@ -1,0 +1,347 @@
+"""``autocast``: regions where ops run in the dtype the policy table chooses.
+
+State lives in ContextVars (invariant 6): ``_state`` holds the region's settings and
+``minigrad.autodiff.function.dispatch_policy`` holds the ``AutocastPolicy`` that
+``Function.apply`` consults for every op. Both are set with tokens on ``__enter__`` and reset on
+``__exit__`` (also on exceptions), so regions nest, are per-thread, and ``autocast(enabled=False)``
+inside an enabled region installs ``None`` -- really off.
+
+The backward engine clears ``dispatch_policy`` while it runs, so backward replays the dtypes each
+node recorded in forward (invariant 5) whether it runs inside or outside the region.
+
+Weight-cast cache: inside the outermost region each float32 leaf tensor that requires grad
+(a Parameter) is cast once per dtype and the cast is reused by every op that needs it. An entry
+is keyed by ``(id(tensor), dtype)`` and keeps a strong reference to the tensor (so the id cannot
+be reused while cached); it is valid while the tensor's ``_version`` and data buffer are unchanged
+and, when grad mode is on, while the cast is a recorded node whose graph was not freed by a
+backward -- so a cast made under ``no_grad`` is never served to a recorded op. The cache is
+cleared when the outermost region exits.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from contextvars import ContextVar
+
+from .._backend.dtypes import bfloat16, float16, float32, float64, normalize_dtype, widest_float
+from ..autodiff.function import dispatch_policy
+from ..autodiff.grad_mode import grad_enabled
+from ..functional.cast import Cast
+from ..tensor import Tensor
+from . import policy as _policy
+
+__all__ = ["AutocastPolicy", "autocast", "get_autocast_dtype", "is_autocast_enabled"]
+
+_FLOATS = frozenset({float16, bfloat16, float32})  # float64 is an explicit user choice: left alone
+_ALL_FLOATS = (float16, bfloat16, float32, float64)
+_PROMOTABLE = {d: frozenset(_ALL_FLOATS) - {d} for d in _ALL_FLOATS}
+_PROMOTE_REASON = {d: f"autocast:promote({d})" for d in _ALL_FLOATS}
+
+
+class _State:
+    """Settings of the innermost region; ``cache`` is the outermost enabled region's cache and
+    ``fp32_ops``/``lower_ops`` the region overrides in force (inherited by nested regions)."""
+
+    __slots__ = ("cache", "dtype", "enabled", "fp32_ops", "high", "lower_ops")
+
+    def __init__(self, enabled, dtype, high, cache, fp32_ops=(), lower_ops=()):
+        self.enabled = enabled
+        self.dtype = dtype
+        self.high = high
+        self.cache = cache
+        self.fp32_ops = fp32_ops
+        self.lower_ops = lower_ops
+
+
+def _inherit(outer, fp32_ops, lower_ops):
+    """Overrides of a nested region: the outer region's, with this region's winning."""
+    if outer is None or not (outer.fp32_ops or outer.lower_ops):
+        return fp32_ops, lower_ops
+    f = (set(outer.fp32_ops) - set(lower_ops)) | set(fp32_ops)
+    lo = (set(outer.lower_ops) - set(fp32_ops)) | set(lower_ops)
+    return tuple(sorted(f)), tuple(sorted(lo))
+
+
+_state: ContextVar = ContextVar("minigrad_autocast_state", default=None)
+_bce_warned = [False]
+
+
+def is_autocast_enabled() -> bool:
+    """Whether ops issued here run under an enabled autocast region (or ``amp.enabled``)."""
+    st = _state.get()
+    return st is not None and st.enabled
+
+
+def get_autocast_dtype():
+    """The low-precision dtype of the innermost region (float16 outside any region)."""
+    st = _state.get()
+    return float16 if st is None else st.dtype
+
+
+class AutocastPolicy:
+    """The object installed in ``dispatch_policy``; ``cast_inputs`` is on every op's hot path.
+
+    The merged table (global + region overrides) is a dict name -> small int computed once per
+    region, so a pass-through op costs one dict lookup.
+    """
+
+    __slots__ = (
+        "_high_set",
+        "_low_set",
+        "_r_high",
+        "_r_lin",
+        "_r_low",
+        "cache",
+        "codes",
+        "high",
+        "low",
+    )
+
+    def __init__(self, codes: dict, low, high, cache):
+        self.codes = codes
+        self.low = low
+        self.high = high
+        self.cache = cache
+        self._low_set = _FLOATS - {low}     # dtypes the "lower" category casts down
+        self._high_set = _FLOATS - {high}   # dtypes the "fp32" category casts up
+        self._r_low = f"autocast:lower({low})"
+        self._r_high = f"autocast:fp32({high})"
+        self._r_lin = f"autocast:lower_input({low}, params {high})"
+
+    def cast_inputs(self, fn_cls, inputs):
+        """Return ``(inputs, compute_dtype, reason)`` for op ``fn_cls`` per the table."""
+        code = self.codes.get(fn_cls.name, 0)
+        if code == 0:
+            return inputs, None, None
+        if code == 1:
+            return self._cast_all(inputs, self.low, self._low_set), self.low, self._r_low
+        if code == 2:
+            return self._cast_all(inputs, self.high, self._high_set), self.high, self._r_high
+        if code == 3:
+            return self._promote(inputs)
+        if code == 4:
+            return self._lower_input(inputs), self.low, self._r_lin
+        _warn_bce(fn_cls.name)
+        return self._cast_all(inputs, self.high, self._high_set), self.high, \
+            "autocast:fp32_warn(float32)"
+
+    def _cast_all(self, inputs, target, castable):
+        out = None
+        for i, x in enumerate(inputs):
+            if isinstance(x, Tensor) and x.data.dtype in castable:
+                if out is None:
+                    out = list(inputs)
+                out[i] = self._cast(x, target)
+        return inputs if out is None else tuple(out)
+
+    def _promote(self, inputs):
+        first = None
+        for x in inputs:
+            if isinstance(x, Tensor):
+                d = x.data.dtype
+                if first is None:
+                    first = d
+                elif d is not first and d != first:
+                    break
+        else:  # zero or one tensor, or all of one dtype: nothing to promote
+            return inputs, first, None
+        target = widest_float([x.data.dtype for x in inputs if isinstance(x, Tensor)])
+        if target is None:
+            return inputs, None, None
+        return (self._cast_all(inputs, target, _PROMOTABLE[target]), target,
+                _PROMOTE_REASON[target])
+
+    def _lower_input(self, inputs):
+        out = list(inputs)
+        for i, x in enumerate(inputs):
+            if isinstance(x, Tensor):
+                if i == 0:
+                    if x.data.dtype in self._low_set:
+                        out[0] = self._cast(x, self.low)
+                elif x.data.dtype in self._high_set:
+                    out[i] = self._cast(x, self.high)
+        return tuple(out)
+
+    def _cast(self, x, target):
+        cache = self.cache
+        if cache is None or x.creator is not None or not x.requires_grad \
+                or x.data.dtype != float32:
+            return Cast.apply(x, dtype=target)
+        key = (id(x), target)
+        entry = cache.get(key)
+        if entry is not None:
+            src, version, data, out = entry
+            if src is x and version == x._version and data is x.data:
+                if not grad_enabled.get():
+                    return out
+                fn = out.creator
+                if fn is not None and fn.inputs is not None:
+                    return out
+        out = Cast.apply(x, dtype=target)
+        cache[key] = (x, x._version, x.data, out)
+        return out
+
+
+def _warn_bce(name):
+    if not _bce_warned[0]:
+        _bce_warned[0] = True
+        warnings.warn(
+            f"{name} on probabilities is unsafe in float16 (log of values rounded to 0 or 1); "
+            "autocast runs it in float32. Prefer binary_cross_entropy_with_logits, which is "
+            "numerically stable and also autocasts to float32.", UserWarning, stacklevel=4)
+
+
+def _low_dtype(dtype):
+    d = normalize_dtype(dtype)
+    if d not in (float16, bfloat16):
+        raise ValueError(f"autocast: dtype must be 'float16' or 'bfloat16', got {dtype!r}")
+    return d
+
+
+def _high_dtype(dtype):
+    d = normalize_dtype(dtype)
+    if d not in (float32, float64):
+        raise ValueError(
+            f"autocast: high_prec_dtype must be 'float32' (or 'float64'), got {dtype!r}")
+    return d
+
+
+def _op_names(names, what):
+    if isinstance(names, str):
+        names = (names,)
+    names = tuple(sorted(names))
+    for n in names:
+        if not isinstance(n, str):
+            raise TypeError(f"autocast: {what} must be op names (strings), got {n!r}")
+        if n in _policy._NEVER_CAST:
+            raise ValueError(f"autocast: {what} cannot contain {n!r}: autocast inserts that "
+                             "op itself")
+    return names
+
+
+def make_policy(dtype, high, cache, fp32_ops=(), lower_ops=()) -> AutocastPolicy:
+    """An ``AutocastPolicy`` over the current table (used by regions and the global switch)."""
+    return AutocastPolicy(_policy.merged_codes(fp32_ops, lower_ops), dtype, high, cache)
+
+
+class autocast:
+    """Run ops of a region in mixed precision, per the policy table.
+
+    Usable as ``with amp.autocast():`` and as a decorator ``@amp.autocast()``; regions nest.
+
+    Args:
+        enabled: False makes the region run everything in the inputs' dtypes, even inside an
+            enabled region.
+        dtype: the low-precision dtype, ``"float16"`` or ``"bfloat16"``.
+        cache_enabled: cast each float32 parameter once per region (see module docstring).
+        fp32_ops: op names forced to float32 inside this region only.
+        lower_ops: op names forced to the low-precision dtype inside this region only.
+        low_prec_dtype: MegEngine's name for ``dtype`` (wins when given).
+        high_prec_dtype: dtype of the "fp32" category (MegEngine's name).
+
+    Example:
+        >>> import minigrad as mg
+        >>> from minigrad import amp
+        >>> a, b = mg.ones(4, 4), mg.ones(4, 4)
+        >>> with amp.autocast():
+        ...     c = a @ b
+        ...     with amp.autocast(enabled=False):
+        ...         d = a @ b
+        >>> str(c.dtype), str(d.dtype)
+        ('float16', 'float32')
+    """
+
+    def __init__(self, enabled: bool = True, dtype="float16", cache_enabled: bool = True, *,
+                 fp32_ops=(), lower_ops=(), low_prec_dtype=None, high_prec_dtype="float32"):
+        self.enabled = bool(enabled)
+        self.dtype = _low_dtype(low_prec_dtype if low_prec_dtype is not None else dtype)
+        self.high_prec_dtype = _high_dtype(high_prec_dtype)
+        self.cache_enabled = bool(cache_enabled)
+        self.fp32_ops = _op_names(fp32_ops, "fp32_ops")
+        self.lower_ops = _op_names(lower_ops, "lower_ops")
+        both = set(self.fp32_ops) & set(self.lower_ops)
+        if both:
+            raise ValueError(f"autocast: ops {sorted(both)} are in both fp32_ops and lower_ops")
+        self._tokens = []
+
+    @property
+    def low_prec_dtype(self):
+        return self.dtype
+
+    def __enter__(self):
+        outer = _state.get()
+        outer_cache = outer.cache if outer is not None else None
+        fp32_ops, lower_ops = _inherit(outer, self.fp32_ops, self.lower_ops)
+        owned = None
+        if self.enabled:
+            cache = outer_cache
+            if cache is None and self.cache_enabled:
+                cache = owned = {}
+            pol = make_policy(self.dtype, self.high_prec_dtype,
+                              cache if self.cache_enabled else None, fp32_ops, lower_ops)
+        else:
+            pol = None
+        st = _State(self.enabled, self.dtype, self.high_prec_dtype,
+                    cache if self.enabled else outer_cache, fp32_ops, lower_ops)
+        self._tokens.append((_state.set(st), dispatch_policy.set(pol), owned))
+        return self
+
+    def __exit__(self, *exc):
+        state_token, policy_token, owned = self._tokens.pop()
+        dispatch_policy.reset(policy_token)
+        _state.reset(state_token)
+        if owned is not None:
+            owned.clear()
+        return False
+
+    def _clone(self) -> autocast:
+        return autocast(self.enabled, self.dtype, self.cache_enabled, fp32_ops=self.fp32_ops,
+                        lower_ops=self.lower_ops, high_prec_dtype=self.high_prec_dtype)
+
+    def __call__(self, func):
+        # A fresh region per call keeps the decorator re-entrant (recursion) and thread-safe.
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with self._clone():
+                return func(*args, **kwargs)
+        return wrapper
+
+    def __repr__(self) -> str:
+        extra = ""
+        if self.fp32_ops:
+            extra += f", fp32_ops={list(self.fp32_ops)}"
+        if self.lower_ops:
+            extra += f", lower_ops={list(self.lower_ops)}"
+        return f"autocast(enabled={self.enabled}, dtype={self.dtype}{extra})"
+
+
+# ----------------------------------------------------------------- MegEngine's global switch
+class _Global:
+    """Backs ``amp.enabled`` / ``amp.low_prec_dtype`` / ``amp.high_prec_dtype``."""
+
+    low = float16
+    high = float32
+
+    @classmethod
+    def set_enabled(cls, flag: bool) -> None:
+        if flag:
+            st = _state.get()
+            cache = st.cache if st is not None and st.cache is not None else {}
+            _state.set(_State(True, cls.low, cls.high, cache))
+            dispatch_policy.set(make_policy(cls.low, cls.high, cache))
+        else:
+            st = _state.get()
+            if st is not None and st.cache is not None:
+                st.cache.clear()
+            _state.set(None)
+            dispatch_policy.set(None)
+
+    @classmethod
+    def set_dtypes(cls, low=None, high=None) -> None:
+        if low is not None:
+            cls.low = _low_dtype(low)
+        if high is not None:
+            cls.high = _high_dtype(high)
+        if is_autocast_enabled():  # take effect now, as the switch is already on
+            cls.set_enabled(True)

@@ -1,0 +1,198 @@
+"""The autocast policy table: one row per op, op name -> category (invariant 2).
+
+The op name is ``Function.name``, which is also the name of the ``minigrad.functional`` function.
+Categories:
+
+* ``"lower"``: run in the autocast dtype (float16 / bfloat16). Matmul-like products and
+  convolutions, which accumulate in float32 anyway (invariant 4), so only their I/O is narrow.
+* ``"fp32"``: run in float32. Ops whose result overflows or loses too much in float16: exp/log
+  families, pow, norms and reductions (whose *output* must hold a float32-sized range), softmax
+  and every loss.
+* ``"promote"``: multi-input ops; floating inputs are cast to the widest floating input dtype
+  (float16 with bfloat16 widens to float32), so mixed graphs never fail with "expected Half".
+* ``"lower_input"``: batch_norm. The data input runs in the autocast dtype, every other floating
+  input (running statistics, weight, bias) in float32, and the op computes statistics in float32.
+* ``"fp32_warn"``: binary_cross_entropy on probabilities. PyTorch refuses it under autocast;
+  minigrad runs it in float32 and says so once.
+* ``"passthrough"``: runs in whatever dtype its inputs have (the default for unlisted ops; every
+  op of ``minigrad.functional`` still gets an explicit row so the table documents all of them).
+
+Decisions that differ between the peers:
+
+* ``div`` is ``"promote"`` (PyTorch) rather than MegEngine's always-float32 true division:
+  dividing by a count or a norm is everywhere in fp16 graphs and an fp32 round trip per division
+  would double their memory traffic. The risky divisions (normalisations) live inside ops that
+  are float32 as a whole (layer_norm, softmax, losses).
+* ``erf`` is ``"fp32"``: it is computed with a polynomial approximation whose coefficients need
+  float32 precision; it is cheap and elementwise. ``gelu`` itself stays pass-through.
+* ``mean`` is ``"fp32"`` (MegEngine); ``max``/``min``/``argmax`` are exact in any dtype and pass
+  through.
+
+Overrides: ``set(name, category)`` changes a row for every autocast region entered afterwards;
+``autocast(fp32_ops=..., lower_ops=...)`` overrides rows inside one region only.
+"""
+
+from __future__ import annotations
+
+__all__ = ["CATEGORIES", "functional_op_names", "get", "missing_rows", "reset", "set", "table"]
+
+CATEGORIES = ("lower", "fp32", "promote", "lower_input", "fp32_warn", "passthrough")
+
+# Small ints used by the dispatch fast path (autocast.AutocastPolicy); 0 == pass-through.
+CODES = {"passthrough": 0, "lower": 1, "fp32": 2, "promote": 3, "lower_input": 4, "fp32_warn": 5}
+
+# Ops the policy must never touch: autocast inserts them itself (casting "cast" would recurse).
+_NEVER_CAST = frozenset({"cast", "to_device", "clone"})
+
+
+def _rows(category: str, names: str) -> dict:
+    return {n: category for n in names.split()}
+
+
+_DEFAULT: dict = {}
+_DEFAULT.update(_rows("lower", """
+    matmul mm bmm mv linear einsum conv1d conv2d conv3d
+    conv_transpose1d conv_transpose2d conv_transpose3d prelu lstm_cell gru_cell rnn_tanh_cell
+    rnn_relu_cell scaled_dot_product_attention
+"""))
+_DEFAULT.update(_rows("fp32", """
+    exp exp2 log log2 log10 log1p expm1 pow sqrt rsqrt reciprocal erf erfinv
+    acos asin cosh sinh tan softplus
+    softmax log_softmax softmin logsumexp layer_norm group_norm instance_norm local_response_norm
+    norm normalize sum mean var std cumsum cumprod prod cosine_similarity dist pdist cdist renorm
+    interpolate upsample upsample_nearest upsample_bilinear
+    cross_entropy nll_loss mse_loss l1_loss smooth_l1_loss huber_loss kl_div
+    binary_cross_entropy_with_logits poisson_nll_loss cosine_embedding_loss
+    hinge_embedding_loss margin_ranking_loss soft_margin_loss multi_margin_loss
+    multilabel_margin_loss triplet_margin_loss ctc_loss
+"""))
+_DEFAULT.update(_rows("promote", """
+    add sub mul div maximum minimum where concat stack scatter_add dot vdot tensordot cross
+    atan2 addcmul addcdiv bilinear grid_sample index_put index_add lerp hypot fmod remainder
+    copysign
+"""))
+_DEFAULT.update(_rows("lower_input", "batch_norm"))
+_DEFAULT.update(_rows("fp32_warn", "binary_cross_entropy"))
+_DEFAULT.update(_rows("passthrough", """
+    cast to_device clone detach
+    neg abs sign relu relu6 leaky_relu elu selu celu gelu silu mish hardswish hardsigmoid
+    hardtanh sigmoid logsigmoid tanh sin cos atan floor ceil round trunc clip clamp square
+    dropout max min argmax argmin sort argsort topk cummax cummin
+    equal not_equal less less_equal greater greater_equal logical_not logical_and logical_or
+    logical_xor isnan isinf isfinite
+    reshape flatten transpose swapaxes broadcast_to expand_dims squeeze unsqueeze getitem
+    setitem split chunk pad flip roll repeat tile gather index_select take_along_axis
+    masked_fill one_hot embedding max_pool1d max_pool2d avg_pool1d avg_pool2d
+    adaptive_avg_pool2d adaptive_max_pool2d pixel_shuffle unfold fold permute max_pool2d_gather
+    conv2d_backward_data conv2d_backward_filter
+"""))
+
+_overrides: dict = {}
+_version = 0  # bumped by set/reset so regions can cache their merged table
+_merged_cache: dict = {}
+
+
+def _check_category(category: str) -> str:
+    if category not in CODES:
+        raise ValueError(
+            f"amp.policy: unknown category {category!r}; valid categories are {list(CATEGORIES)}")
+    return category
+
+
+def get(name: str) -> str:
+    """The category of op ``name`` (``"passthrough"`` for unlisted ops).
+
+    Example:
+        >>> from minigrad.amp import policy
+        >>> policy.get("matmul"), policy.get("softmax"), policy.get("relu")
+        ('lower', 'fp32', 'passthrough')
+    """
+    cat = _overrides.get(name)
+    if cat is None:
+        cat = _DEFAULT.get(name, "passthrough")
+    return cat
+
+
+def set(name: str, category: str) -> None:
+    """Override the row of op ``name`` globally (for autocast regions entered afterwards).
+
+    Args:
+        name: ``Function.name`` of the op (e.g. ``"matmul"``).
+        category: one of ``CATEGORIES``.
+
+    Raises:
+        ValueError: unknown category, or an op autocast must never cast (``cast``).
+    """
+    global _version
+    _check_category(category)
+    if not isinstance(name, str):
+        raise TypeError(f"amp.policy.set: op name must be a string, got {type(name).__name__}")
+    if name in _NEVER_CAST and category != "passthrough":
+        raise ValueError(f"amp.policy.set: op {name!r} is inserted by autocast itself and must "
+                         "stay 'passthrough'")
+    _overrides[name] = category
+    _version += 1
+    _merged_cache.clear()
+
+
+def reset() -> None:
+    """Drop every global override made with ``set``."""
+    global _version
+    _overrides.clear()
+    _version += 1
+    _merged_cache.clear()
+
+
+def table() -> dict:
+    """A copy of the effective table (defaults plus global overrides), for docs and tests."""
+    out = dict(_DEFAULT)
+    out.update(_overrides)
+    return out
+
+
+def merged_codes(fp32_ops=(), lower_ops=()) -> dict:
+    """Op name -> small int code for one region (pass-through rows omitted: lookup default 0).
+
+    Memoised per (global version, overrides) so entering a region in a training loop is cheap.
+    """
+    key = (_version, fp32_ops, lower_ops)
+    codes = _merged_cache.get(key)
+    if codes is None:
+        eff = table()
+        for n in fp32_ops:
+            eff[n] = "fp32"
+        for n in lower_ops:
+            eff[n] = "lower"
+        codes = {n: CODES[c] for n, c in eff.items() if c != "passthrough" and n not in _NEVER_CAST}
+        if len(_merged_cache) > 64:
+            _merged_cache.clear()
+        _merged_cache[key] = codes
+    return codes
+
+
+def functional_op_names() -> dict:
+    """``Function.name`` -> class name for every Function subclass under ``minigrad.functional``."""
+    import minigrad.functional  # noqa: F401 - defines the subclasses
+
+    from ..autodiff.function import Function
+
+    found = {}
+    stack = list(Function.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        if cls.name == "function":  # an abstract helper base without a name of its own
+            continue
+        if cls.__module__.startswith("minigrad.functional") or cls.__module__.startswith(
+                "minigrad.nn"):
+            found.setdefault(cls.name, cls.__qualname__)
+    return found
+
+
+def missing_rows() -> list:
+    """Names of ops defined in minigrad that have no explicit row in the table (sorted)."""
+    eff = table()
+    # "*_backward" Functions only run inside the backward engine, which clears the policy
+    # (invariant 5): they are pass-through by construction and need no row.
+    return sorted(n for n in functional_op_names()
+                  if n not in eff and not n.endswith("_backward"))

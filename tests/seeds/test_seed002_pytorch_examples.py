@@ -1,0 +1,199 @@
+"""Seed 002 (PyTorch "AMP examples"): every code sample with ``torch`` -> ``minigrad`` and a small
+MLP. The samples use GradScaler with and without autocast; asserted: training makes the loss
+fall, skipped steps change nothing, clipping sees unscaled gradients, the scaled gradient penalty
+equals the unscaled one, and several losses/optimizers share one scaler with one update().
+"""
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad import amp, nn
+from minigrad.amp import GradScaler
+from minigrad.autodiff import grad
+from minigrad.optimizer import SGD
+
+IN, OUT = 8, 4
+
+
+def _data(n_batches=4, batch=16, seed=0):
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((IN, OUT)).astype(np.float32)
+    out = []
+    for _ in range(n_batches):
+        x = rng.standard_normal((batch, IN)).astype(np.float32)
+        out.append((mg.tensor(x), mg.tensor(np.tanh(x @ w))))
+    return out
+
+
+def _model(seed=0):
+    mg.manual_seed(seed)
+    return nn.Sequential(nn.Linear(IN, 32), nn.ReLU(), nn.Linear(32, OUT))
+
+
+def _mse(output, target):
+    # composed of primitive ops so the gradient-penalty samples can differentiate it twice
+    d = output.astype(mg.float32) - target
+    return (d * d).mean()
+
+
+def _epoch_loss(model, data):
+    with mg.no_grad():
+        return float(sum(_mse(model(x), t).item() for x, t in data))
+
+
+class _SkipCheck:
+    """Asserts a step the scaler skipped left every parameter unchanged."""
+
+    def __init__(self, model):
+        self.model = model
+        self.before = None
+
+    def snap(self):
+        self.before = [p.numpy().copy() for p in self.model.parameters()]
+
+    def check(self, stepped):
+        same = all(np.array_equal(a, p.numpy())
+                   for a, p in zip(self.before, self.model.parameters()))
+        assert same == (stepped is None)
+
+
+@pytest.mark.parametrize("use_autocast", [False, True])
+def test_typical_use(use_autocast):
+    data, model = _data(), _model()
+    loss_fn = nn.MSELoss()
+    optimizer = SGD(model.parameters(), lr=0.05)
+    start = _epoch_loss(model, data)
+    check = _SkipCheck(model)
+    # Creates a GradScaler once at the beginning of training.
+    scaler = GradScaler()
+    for epoch in range(5):
+        for input, target in data:
+            optimizer.zero_grad()
+            with amp.autocast(enabled=use_autocast):
+                output = model(input)
+                loss = loss_fn(output, target)
+            assert output.dtype == (mg.float16 if use_autocast else mg.float32)
+            assert loss.dtype == mg.float32
+            # Scales the loss, and calls backward() on the scaled loss to create scaled gradients.
+            scaler.scale(loss).backward()
+            # scaler.step() first unscales the gradients of the optimizer's assigned params.
+            check.snap()
+            check.check(scaler.step(optimizer))
+            # Updates the scale for next iteration.
+            scaler.update()
+    assert _epoch_loss(model, data) < 0.7 * start
+    if not use_autocast:
+        assert scaler.skipped_steps == 0
+
+
+def test_gradient_clipping_on_unscaled_gradients():
+    data, model = _data(), _model()
+    loss_fn = nn.MSELoss()
+    optimizer = SGD(model.parameters(), lr=0.05)
+    max_norm = 0.05
+    scaler = GradScaler()
+    start = _epoch_loss(model, data)
+    for epoch in range(5):
+        for input, target in data:
+            optimizer.zero_grad()
+            with amp.autocast():
+                output = model(input)
+                loss = loss_fn(output, target)
+            scaler.scale(loss).backward()
+            # Unscales the gradients of optimizer's assigned params in-place
+            scaler.unscale_(optimizer)
+            # Since the gradients of optimizer's assigned params are unscaled, clips as usual:
+            nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+            norm = np.sqrt(sum(float((p.grad.numpy().astype(np.float64) ** 2).sum())
+                               for p in model.parameters() if p.grad is not None))
+            assert norm <= max_norm * (1 + 1e-4) or not np.isfinite(norm)
+            # optimizer's gradients are already unscaled, so scaler.step does not unscale them
+            scaler.step(optimizer)
+            scaler.update()
+    assert _epoch_loss(model, data) < start
+    with pytest.raises(RuntimeError, match="update"):   # unscale_ twice between steps
+        scaler.scale(loss_fn(model(data[0][0]), data[0][1])).backward()
+        scaler.unscale_(optimizer)
+        scaler.unscale_(optimizer)
+
+
+def _penalty_run(scaled: bool):
+    data, model = _data(), _model(3)
+    optimizer = SGD(model.parameters(), lr=0.05)
+    scaler = GradScaler(init_scale=2.0 ** 10)
+    losses = []
+    for epoch in range(3):
+        for input, target in data:
+            optimizer.zero_grad()
+            output = model(input)
+            loss = _mse(output, target)
+            params = list(model.parameters())
+            if scaled:
+                # Scales the loss for the out-of-place backward pass -> scaled grad_params
+                scaled_grad_params = grad(scaler.scale(loss), params, create_graph=True)
+                # Unscales grad_params before computing the penalty (ordinary division)
+                inv_scale = 1. / scaler.get_scale()
+                grad_params = [p * inv_scale for p in scaled_grad_params]
+            else:
+                grad_params = grad(loss, params, create_graph=True)
+            # Computes the penalty term and adds it to the loss
+            grad_norm = 0
+            for g in grad_params:
+                grad_norm += g.pow(2).sum()
+            grad_norm = grad_norm.sqrt()
+            loss = loss + grad_norm
+            losses.append(loss.item())
+            if scaled:
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                loss.backward()
+                optimizer.step()
+    return model, losses
+
+
+def test_gradient_penalty_scaled_equals_unscaled():
+    m_ref, l_ref = _penalty_run(scaled=False)
+    m_amp, l_amp = _penalty_run(scaled=True)
+    assert l_ref[-1] < l_ref[0]
+    np.testing.assert_allclose(l_amp, l_ref, rtol=1e-4)
+    for a, b in zip(m_ref.parameters(), m_amp.parameters()):
+        np.testing.assert_allclose(b.numpy(), a.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_multiple_losses_and_optimizers():
+    data = _data()
+    model0, model1 = _model(0), _model(1)
+    loss_fn = nn.MSELoss()
+    optimizer0 = SGD(model0.parameters(), lr=0.02)
+    optimizer1 = SGD(model1.parameters(), lr=0.02)
+    scaler = GradScaler()
+    c0, c1 = _SkipCheck(model0), _SkipCheck(model1)
+
+    def total():
+        with mg.no_grad():
+            return sum(loss_fn(2 * model0(x) + 3 * model1(x), t).item()
+                       + loss_fn(3 * model0(x) - 5 * model1(x), t).item() for x, t in data)
+
+    start = total()
+    for epoch in range(4):
+        for input, target in data:
+            optimizer0.zero_grad()
+            optimizer1.zero_grad()
+            with amp.autocast():
+                output0 = model0(input)
+                output1 = model1(input)
+                loss0 = loss_fn(2 * output0 + 3 * output1, target)
+                loss1 = loss_fn(3 * output0 - 5 * output1, target)
+            scaler.scale(loss0).backward(retain_graph=True)
+            scaler.scale(loss1).backward()
+            # You can choose which optimizers receive explicit unscaling
+            scaler.unscale_(optimizer0)
+            c0.snap()
+            c1.snap()
+            c0.check(scaler.step(optimizer0))
+            c1.check(scaler.step(optimizer1))
+            scaler.update()
+    assert total() < start

@@ -1,0 +1,520 @@
+"""GradScaler: the section-2 update rule, skipped steps leave everything unchanged, call-order
+errors, checkpoints, accumulation, clipping, gradient penalty, MegEngine API, telemetry."""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import minigrad as mg
+import minigrad.functional as F
+from minigrad import amp
+from minigrad.autodiff import GradManager, grad
+from minigrad.optimizer import SGD, Adam, clip_grad_norm
+
+f16, bf16, f32 = mg.float16, mg.bfloat16, mg.float32
+INF = float("inf")
+
+
+def _params(seed=0):
+    rng = np.random.default_rng(seed)
+    w = mg.Parameter(rng.standard_normal((3, 4)).astype(np.float32) * 0.5)
+    b = mg.Parameter(np.zeros(3, np.float32))
+    return [w, b]
+
+
+def _data(seed=1):
+    rng = np.random.default_rng(seed)
+    return (mg.tensor(rng.standard_normal((8, 4)).astype(np.float32)),
+            mg.tensor(rng.standard_normal((8, 3)).astype(np.float32)))
+
+
+def _loss(params, x, y, autocast=True, bad=None):
+    w, b = params
+    with amp.autocast(enabled=autocast):
+        out = F.linear(x, w, b)
+        if bad is not None:
+            out = out * bad
+        d = out.astype(f32) - y
+    return (d * d).sum() * (1.0 / d.size)
+
+
+def _ref_grads(params, x, y):
+    w, b = (p.numpy().astype(np.float64) for p in params)
+    xd, yd = x.numpy().astype(np.float64), y.numpy().astype(np.float64)
+    d = xd @ w.T + b - yd
+    gd = 2 * d / d.size
+    return [gd.T @ xd, gd.sum(0)]
+
+
+def _set_grads(params, values):
+    for p, v in zip(params, values):
+        p.grad = mg.tensor(np.full(p.shape, v, np.float32))
+
+
+def _snapshot(params, opt):
+    ps = [p.numpy().copy() for p in params]
+    state = {}
+    for i, p in enumerate(params):
+        for k, v in opt.state.get(p, {}).items():
+            state[(i, k)] = np.array(v, copy=True) if hasattr(v, "shape") else v
+    return ps, state
+
+
+def _same(a, b):
+    (pa, sa), (pb, sb) = a, b
+    assert all(np.array_equal(x, y) for x, y in zip(pa, pb))
+    assert sa.keys() == sb.keys()
+    for k in sa:
+        assert np.array_equal(sa[k], sb[k]), k
+
+
+# ----------------------------------------------------------------------------- basic loop
+def test_pytorch_loop_unscaled_grads_match_reference():
+    params, (x, y) = _params(), _data()
+    opt = SGD(params, lr=0.1)
+    scaler = amp.GradScaler(init_scale=2.0 ** 10)
+    loss = _loss(params, x, y, autocast=False)
+    scaled = scaler.scale(loss)
+    assert scaled.dtype == f32
+    np.testing.assert_allclose(scaled.item(), loss.item() * 1024, rtol=1e-6)
+    scaled.backward()
+    np.testing.assert_allclose(params[0].grad.numpy(), _ref_grads(params, x, y)[0] * 1024,
+                               rtol=1e-4)
+    before = [p.numpy().copy() for p in params]
+    ref = _ref_grads(params, x, y)
+    assert scaler.step(opt) is opt
+    for p, b0, g in zip(params, before, ref):
+        np.testing.assert_allclose(p.numpy(), b0 - 0.1 * g, rtol=1e-4, atol=1e-6)
+    scaler.update()
+    assert scaler.get_scale() == 1024.0 and not scaler.last_step_skipped
+
+
+def test_fp16_loss_is_scaled_in_fp32():
+    scaler = amp.GradScaler(init_scale=2.0 ** 16)
+    w = mg.Parameter(np.array([1.0], np.float32))
+    loss = (w * 2.0).astype(f16).sum()
+    scaled = scaler.scale(loss)
+    assert scaled.dtype == f32 and scaled.item() == 2.0 * 65536   # no fp16 overflow
+    scaled.backward()                      # the fp16 gradient 65536 overflows -> skip, back off
+    opt = SGD([w], lr=1.0)
+    assert scaler.step(opt) is None
+    scaler.update()
+    assert w.item() == 1.0 and scaler.get_scale() == 32768.0
+    assert scaler.history[-1]["reason"] == "grad_overflow"
+
+
+# ----------------------------------------------------------------------------- the rule
+def _rule(scale, tracker, found, growth=2.0, backoff=0.5, interval=3, min_scale=None):
+    if found:
+        scale *= backoff
+        if min_scale is not None:
+            scale = max(scale, min_scale)
+        return scale, 0
+    tracker += 1
+    if tracker == interval:
+        return scale * growth, 0
+    return scale, tracker
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.booleans(), min_size=1, max_size=25),
+       st.sampled_from([None, 4.0]), st.sampled_from([1, 3]))
+def test_update_rule_random_sequences(pattern, min_scale, interval):
+    params = _params()
+    opt = SGD(params, lr=0.01)
+    scaler = amp.GradScaler(init_scale=64.0, growth_interval=interval, min_scale=min_scale)
+    scale, tracker, skipped = 64.0, 0, 0
+    for bad in pattern:
+        _set_grads(params, [INF if bad else 1.0, 0.5])
+        before = _snapshot(params, opt)
+        out = scaler.step(opt)
+        if bad:
+            assert out is None
+            _same(before, _snapshot(params, opt))
+        else:
+            assert out is opt
+        scaler.update()
+        scale, tracker = _rule(scale, tracker, bad, interval=interval, min_scale=min_scale)
+        skipped += bad
+        assert scaler.get_scale() == scale and type(scaler.get_scale()) is float
+        assert scaler.state_dict()["_growth_tracker"] == tracker
+        assert scaler.last_step_skipped == bad and scaler.skipped_steps == skipped
+    assert len(scaler.history) == len(pattern)
+
+
+@pytest.mark.parametrize("make_opt", [lambda p: SGD(p, lr=0.1, momentum=0.9),
+                                      lambda p: Adam(p, lr=0.01)])
+def test_injected_inf_skips_exactly_that_step(make_opt):
+    params, (x, y) = _params(), _data()
+    opt = make_opt(params)
+    scaler = amp.GradScaler(init_scale=256.0)
+    for i in range(4):
+        bad = mg.tensor(INF) if i == 2 else None
+        opt.zero_grad()
+        scaler.scale(_loss(params, x, y, bad=bad)).backward()
+        before = _snapshot(params, opt)
+        scale = scaler.get_scale()
+        out = scaler.step(opt)
+        scaler.update()
+        if i == 2:
+            assert out is None and scaler.last_step_skipped
+            _same(before, _snapshot(params, opt))          # params AND optimizer state
+            assert scaler.get_scale() == scale / 2
+        else:
+            assert out is opt and not scaler.last_step_skipped
+            assert not np.array_equal(before[0][0], params[0].numpy())
+    assert scaler.skipped_steps == 1
+    assert [h["found_inf"] for h in scaler.history] == [False, False, True, False]
+
+
+def test_static_scalers_keep_scale_but_skip():
+    params = _params()
+    opt = SGD(params, lr=0.1)
+    for scaler in (amp.StaticGradScaler(128.0), amp.GradScaler(128.0, growth_interval=0)):
+        for bad in (False, True, False):
+            _set_grads(params, [INF if bad else 1.0, 1.0])
+            before = _snapshot(params, opt)
+            assert (scaler.step(opt) is None) == bad
+            if bad:
+                _same(before, _snapshot(params, opt))
+            scaler.update()
+            assert scaler.get_scale() == 128.0
+        assert scaler.skipped_steps == 1
+
+
+def test_min_scale_and_update_new_scale_and_growth_cap():
+    params = _params()
+    opt = SGD(params, lr=0.1)
+    scaler = amp.GradScaler(init_scale=2.0, min_scale=1.0)
+    for _ in range(3):
+        _set_grads(params, [float("nan"), 1.0])
+        scaler.step(opt)
+        scaler.update()
+    assert scaler.get_scale() == 1.0
+    _set_grads(params, [1.0, 1.0])
+    scaler.step(opt)
+    scaler.update(new_scale=8.0)
+    assert scaler.get_scale() == 8.0
+    big = amp.GradScaler(init_scale=3e38, growth_interval=1)
+    _set_grads(params, [0.0, 0.0])
+    big.unscale_(opt)
+    big.update()
+    assert big.get_scale() == float(np.finfo(np.float32).max)
+
+
+def test_inverse_scale_computed_in_float64_applied_in_float32():
+    w = mg.Parameter(np.array([3.0, 1e-3], np.float32))
+    w.grad = mg.tensor(np.array([3.0, 1e-3], np.float32))
+    opt = SGD([w], lr=0.0)
+    scaler = amp.GradScaler(init_scale=3.0)
+    scaler.unscale_(opt)
+    expect = np.array([3.0, 1e-3], np.float32) * np.float32(1.0 / 3.0)
+    assert w.grad.dtype == f32
+    np.testing.assert_array_equal(w.grad.numpy(), expect)
+
+
+# ----------------------------------------------------------------------------- call order
+def test_call_order_errors_say_what_to_call():
+    params = _params()
+    opt = SGD(params, lr=0.1)
+    scaler = amp.GradScaler()
+    with pytest.raises(RuntimeError, match="step"):
+        scaler.update()                       # nothing recorded
+    _set_grads(params, [1.0, 1.0])
+    scaler.unscale_(opt)
+    with pytest.raises(RuntimeError, match="update"):
+        scaler.unscale_(opt)                  # twice before update
+    scaler.step(opt)                          # legal: does not unscale again
+    with pytest.raises(RuntimeError, match="update"):
+        scaler.step(opt)                      # step after step
+    with pytest.raises(RuntimeError, match="update"):
+        scaler.unscale_(opt)                  # unscale_ after step
+    scaler.update()
+    _set_grads(params, [1.0, 1.0])
+    scaler.unscale_(opt)
+    scaler.update()                           # update() after unscale_ only: uses its found_inf
+    assert scaler.get_scale() == 2.0 ** 16
+    with pytest.raises(RuntimeError, match="closure"):
+        scaler.step(opt, closure=lambda: 0)
+
+
+def test_unscale_grads_once_in_place_values():
+    params = _params()
+    opt = SGD(params, lr=0.1)
+    scaler = amp.GradScaler(init_scale=4.0)
+    _set_grads(params, [8.0, 2.0])
+    scaler.unscale_(opt)
+    np.testing.assert_array_equal(params[0].grad.numpy(), 2.0)
+    np.testing.assert_array_equal(params[1].grad.numpy(), 0.5)
+    scaler.step(opt)                           # no second unscale
+    np.testing.assert_array_equal(params[0].grad.numpy(), 2.0)
+
+
+def test_fp16_gradients_are_refused():
+    w = mg.Parameter(np.ones(2, np.float16))
+    w.grad = mg.tensor(np.ones(2, np.float16))
+    with pytest.raises(ValueError, match="float32"):
+        amp.GradScaler().unscale_(SGD([w], lr=0.1))
+
+
+def test_shared_gradient_array_unscaled_once():
+    a = mg.Parameter(np.ones(2, np.float32))
+    b = mg.Parameter(np.ones(2, np.float32))
+    scaler = amp.GradScaler(init_scale=8.0)
+    scaler.scale((a + b).sum()).backward()     # the engine may give both the same gradient
+    scaler.unscale_(SGD([a, b], lr=0.1))
+    np.testing.assert_array_equal(a.grad.numpy(), 1.0)
+    np.testing.assert_array_equal(b.grad.numpy(), 1.0)
+
+
+# ----------------------------------------------------------------------------- disabled
+def test_disabled_is_a_pass_through():
+    params = _params()
+    opt = SGD(params, lr=0.1)
+    scaler = amp.GradScaler(enabled=False)
+    loss = (params[0] * 1.0).sum()
+    assert scaler.scale(loss) is loss
+    _set_grads(params, [INF, 1.0])
+    assert scaler.step(opt) is opt            # no inf check at all
+    scaler.update()
+    scaler.update()
+    assert scaler.get_scale() == 1.0 and not scaler.is_enabled() and scaler.state_dict() == {}
+
+
+# ----------------------------------------------------------------------------- checkpoints
+def test_state_dict_round_trip_resumes_bit_identically():
+    pattern = [False, True, False, False, False, True, False, False, False, False]
+
+    def run(scaler, params, opt, steps):
+        x, y = _data()
+        for bad in steps:
+            opt.zero_grad()
+            scaler.scale(_loss(params, x, y, bad=mg.tensor(INF) if bad else None)).backward()
+            scaler.step(opt)
+            scaler.update()
+
+    pa = _params()
+    oa = SGD(pa, lr=0.05, momentum=0.9)
+    sa = amp.GradScaler(init_scale=2.0 ** 8, growth_interval=2)
+    run(sa, pa, oa, pattern[:4])
+    saved = sa.state_dict()
+    snap_p = [p.numpy().copy() for p in pa]
+    snap_o = oa.state_dict()
+    snap_o = {"param_groups": snap_o["param_groups"],
+              "state": {k: {n: np.array(v, copy=True) for n, v in s.items()}
+                        for k, s in snap_o["state"].items()}}
+    run(sa, pa, oa, pattern[4:])
+
+    pb = [mg.Parameter(a) for a in snap_p]
+    ob = SGD(pb, lr=0.05, momentum=0.9)
+    ob.load_state_dict(snap_o)
+    sb = amp.GradScaler()
+    sb.load_state_dict(saved)
+    assert sb.state_dict() == saved
+    run(sb, pb, ob, pattern[4:])
+    assert sb.state_dict() == sa.state_dict()
+    for a, b in zip(pa, pb):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    with pytest.raises(RuntimeError, match="empty"):
+        amp.GradScaler().load_state_dict({})
+
+
+# ----------------------------------------------------------------------------- recipes
+def test_gradient_accumulation_keeps_scale_constant():
+    params = _params()
+    opt = SGD(params, lr=0.1)
+    scaler = amp.GradScaler(init_scale=2.0 ** 6, growth_interval=1)
+    batches = [_data(s) for s in range(4)]
+    ref = [np.zeros(p.shape) for p in params]
+    for i, (x, y) in enumerate(batches):
+        scale = scaler.get_scale()
+        scaler.scale(_loss(params, x, y, autocast=False) / 2).backward()
+        for r, g in zip(ref, _ref_grads(params, x, y)):
+            r += g / 2
+        if (i + 1) % 2 == 0:
+            scaler.unscale_(opt)
+            for p, r in zip(params, ref):
+                np.testing.assert_allclose(p.grad.numpy(), r, rtol=1e-4, atol=1e-7)
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad()
+            ref = [np.zeros(p.shape) for p in params]
+        else:
+            assert scaler.get_scale() == scale   # constant inside the window
+    assert scaler.get_scale() == 2.0 ** 8       # one growth per effective batch
+
+
+def test_clip_after_unscale_sees_unscaled_gradients():
+    params, (x, y) = _params(), _data()
+    opt = SGD(params, lr=0.1)
+    scaler = amp.GradScaler(init_scale=2.0 ** 12)
+    scaler.scale(_loss(params, x, y, autocast=False)).backward()
+    scaler.unscale_(opt)
+    ref = _ref_grads(params, x, y)
+    ref_norm = np.sqrt(sum((g ** 2).sum() for g in ref))
+    total = clip_grad_norm(params, max_norm=ref_norm / 2)
+    np.testing.assert_allclose(total.item(), ref_norm, rtol=1e-4)
+    clipped = np.sqrt(sum((p.grad.numpy().astype(np.float64) ** 2).sum() for p in params))
+    np.testing.assert_allclose(clipped, ref_norm / 2, rtol=1e-4)
+    assert scaler.step(opt) is opt
+
+
+def test_gradient_penalty_with_scaled_autograd_grad():
+    x, y = _data()
+
+    def penalized(params, scaler):
+        loss = _loss(params, x, y, autocast=False)
+        if scaler is None:
+            gps = grad(loss, params, create_graph=True)
+        else:
+            sgp = grad(scaler.scale(loss), params, create_graph=True)
+            inv = 1.0 / scaler.get_scale()
+            gps = [g * inv for g in sgp]
+        norm = sum((g ** 2).sum() for g in gps).sqrt()
+        return loss + norm
+
+    pa, pb = _params(), _params()
+    penalized(pa, None).backward()
+    scaler = amp.GradScaler(init_scale=2.0 ** 10)
+    scaler.scale(penalized(pb, scaler)).backward()
+    scaler.unscale_(SGD(pb, lr=0.1))
+    for a, b in zip(pa, pb):
+        np.testing.assert_allclose(b.grad.numpy(), a.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_several_optimizers_and_losses():
+    p0, p1 = _params(0), _params(1)
+    o0, o1 = SGD(p0, lr=0.1), SGD(p1, lr=0.1)
+    x, y = _data()
+    scaler = amp.GradScaler(init_scale=2.0 ** 8)
+    with amp.autocast():
+        out0 = F.linear(x, *p0)
+        out1 = F.linear(x, *p1)
+        d0 = (2 * out0 + 3 * out1).astype(f32) - y
+        loss0 = (d0 * d0).sum()
+        loss1 = ((3 * out0 - 5 * out1).astype(f32) - y).abs().sum()
+    scaler.scale(loss0).backward(retain_graph=True)
+    scaler.scale(loss1).backward()
+    p1[1].grad = p1[1].grad * INF                 # overflow only in optimizer 1's gradients
+    b0 = [p.numpy().copy() for p in p0]
+    b1 = [p.numpy().copy() for p in p1]
+    scaler.unscale_(o0)
+    assert scaler.step(o0) is o0
+    assert scaler.step(o1) is None
+    scaler.update()
+    assert not np.array_equal(b0[0], p0[0].numpy())
+    assert all(np.array_equal(a, p.numpy()) for a, p in zip(b1, p1))
+    assert scaler.get_scale() == 2.0 ** 7 and scaler.skipped_steps == 1
+
+
+def test_bf16_autocast_with_scaler_is_harmless():
+    x, y = _data()
+    pa, pb = _params(), _params()
+    oa, ob = SGD(pa, lr=0.1), SGD(pb, lr=0.1)
+    scaler = amp.GradScaler()
+    for _ in range(3):
+        for params, opt, sc in ((pa, oa, None), (pb, ob, scaler)):
+            opt.zero_grad()
+            with amp.autocast(dtype="bfloat16"):
+                loss = _loss(params, x, y, autocast=True)
+            if sc is None:
+                loss.backward()
+                opt.step()
+            else:
+                sc.scale(loss).backward()
+                sc.step(opt)
+                sc.update()
+    assert scaler.skipped_steps == 0
+    for a, b in zip(pa, pb):           # power-of-two scaling is exact: identical training
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7)
+
+
+# ----------------------------------------------------------------------------- MegEngine API
+def test_megengine_backward_unscales_and_updates():
+    params, (x, y) = _params(), _data()
+    gm = GradManager().attach(params)
+    opt = SGD(params, lr=0.1)
+    scaler = amp.GradScaler(init_scale=2.0 ** 4, growth_interval=1)
+    assert scaler.scale_factor == 16.0
+    ref = _ref_grads(params, x, y)
+    with gm:
+        loss = _loss(params, x, y, autocast=False)
+        scaler.backward(gm, loss)
+    for p, r in zip(params, ref):
+        np.testing.assert_allclose(p.grad.numpy(), r, rtol=1e-4, atol=1e-7)
+    assert scaler.scale_factor == 32.0
+    opt.step().clear_grad()
+
+
+def test_megengine_overflow_drops_grads_so_step_changes_nothing():
+    params, (x, y) = _params(), _data()
+    gm = GradManager().attach(params)
+    opt = Adam(params, lr=0.01)
+    scaler = amp.GradScaler(init_scale=2.0 ** 4)
+    with gm:
+        scaler.backward(gm, _loss(params, x, y))
+    opt.step().clear_grad()
+    before = _snapshot(params, opt)
+    with gm:
+        scaler.backward(gm, _loss(params, x, y, bad=mg.tensor(INF)))
+    assert all(p.grad is None for p in params)
+    opt.step().clear_grad()
+    _same(before, _snapshot(params, opt))
+    assert scaler.scale_factor == 8.0 and scaler.last_step_skipped
+
+
+def test_megengine_manual_mode():
+    params, (x, y) = _params(), _data()
+    gm = GradManager().attach(params)
+    scaler = amp.GradScaler(init_scale=2.0 ** 4)
+    ref = _ref_grads(params, x, y)
+    with gm:
+        loss = _loss(params, x, y, autocast=False)
+        gm.backward(loss, dy=mg.tensor(scaler.scale_factor))
+    np.testing.assert_allclose(params[1].grad.numpy(), ref[1] * 16, rtol=1e-4, atol=1e-6)
+    scaler.unscale(gm.attached_tensors())
+    with pytest.raises(RuntimeError, match="update"):
+        scaler.unscale(gm.attached_tensors())
+    scaler.update()
+    np.testing.assert_allclose(params[1].grad.numpy(), ref[1], rtol=1e-4, atol=1e-7)
+
+
+# ----------------------------------------------------------------------------- telemetry
+def test_nonfinite_loss_reported_separately_and_one_sync(monkeypatch):
+    params, (x, y) = _params(), _data()
+    opt = SGD(params, lr=0.1)
+    scaler = amp.GradScaler(init_scale=4.0)
+    syncs = []
+    real = scaler._sync
+    monkeypatch.setattr(scaler, "_sync", lambda *a: syncs.append(1) or real(*a))
+    loss = _loss(params, x, y) * mg.tensor(float("nan"))
+    scaler.scale(loss).backward()
+    assert scaler.step(opt) is None
+    scaler.update()
+    assert scaler.history[-1]["reason"] == "nonfinite_loss"
+    assert syncs == [1]
+    opt.zero_grad()
+    scaler.scale(_loss(params, x, y)).backward()
+    scaler.step(opt)
+    scaler.update()
+    assert scaler.history[-1]["reason"] is None and syncs == [1, 1]
+    h = scaler.history[0]
+    assert h["step"] == 0 and h["scale"] == 4.0 and h["new_scale"] == 2.0 and h["found_inf"]
+
+
+def test_warns_after_many_consecutive_skips():
+    params = _params()
+    opt = SGD(params, lr=0.1)
+    scaler = amp.GradScaler(max_consecutive_skips=3)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        for _ in range(4):
+            _set_grads(params, [INF, 1.0])
+            scaler.step(opt)
+            scaler.update()
+    msgs = [str(w.message) for w in rec if "consecutive" in str(w.message)]
+    assert len(msgs) == 1 and "grad_overflow" in msgs[0]
+    assert scaler.consecutive_skips == 4 and scaler.history.maxlen == 10_000
