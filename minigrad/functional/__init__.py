@@ -4,17 +4,17 @@ Families live one per file; this module re-exports their public functions. ``F.n
 MegEngine spellings (``F.nn.cross_entropy``).
 """
 
-from .cast import *  # noqa: F401,F403
-from .elementwise import *  # noqa: F401,F403
-from .reduction import *  # noqa: F401,F403
-from .shape import *  # noqa: F401,F403
-from .linalg import *  # noqa: F401,F403
-from .conv import *  # noqa: F401,F403
-from .pooling import *  # noqa: F401,F403
-from .activation import *  # noqa: F401,F403
-from .normalization import *  # noqa: F401,F403
-from .sparse import *  # noqa: F401,F403
-from .loss import *  # noqa: F401,F403
-from .attention import *  # noqa: F401,F403
-from .recurrent import *  # noqa: F401,F403
 from . import nn  # noqa: F401
+from .activation import *
+from .attention import *
+from .cast import *
+from .conv import *
+from .elementwise import *
+from .linalg import *
+from .loss import *
+from .normalization import *
+from .pooling import *
+from .recurrent import *
+from .reduction import *
+from .shape import *
+from .sparse import *

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from .._backend import get_array_module
+from .._backend.dtypes import bfloat16, float32, float64
+from ..autodiff.grad_mode import grad_enabled
 from ..tensor import Tensor
+
+_make = Tensor._make
+_PY_SCALARS = (int, float, bool)
 
 
 def sum_to_shape(g: Tensor, shape: tuple) -> Tensor:
@@ -30,3 +38,172 @@ def op_error(op: str, message: str, **details) -> ValueError:
     """A ValueError that names the op, the offending shapes/dtypes, and the fix."""
     info = ", ".join(f"{k}={v}" for k, v in details.items())
     return ValueError(f"{op}: {message}" + (f" ({info})" if info else ""))
+
+
+def const(array) -> Tensor:
+    """Wrap an array as a graph constant (no grad, no creator)."""
+    return _make(array, False, None, 0)
+
+
+def fast_backward() -> bool:
+    """True when the backward pass is not itself recorded (``create_graph=False``).
+
+    Backward functions then compute their gradient in one fused array expression instead of a
+    chain of ops; under ``create_graph=True`` they use ops so higher derivatives work.
+    """
+    return not grad_enabled.get()
+
+
+def lift_scalar(s, like):
+    """A Python scalar typed as ``like``'s dtype when NumPy's weak-scalar rule does not apply.
+
+    NumPy 2 keeps ``float16_array + 1.5`` in float16, but bfloat16 is an extension dtype (from
+    ml_dtypes) outside NEP 50: ``bf16_array + 1.5`` would silently widen to float32/float64.
+    """
+    if type(s) in _PY_SCALARS and getattr(like, "dtype", None) == bfloat16:
+        return like.dtype.type(s)
+    return s
+
+
+def as_operand(x, op: str):
+    """Tensors and Python scalars pass through; arrays/NumPy scalars become constants."""
+    if isinstance(x, Tensor) or type(x) in _PY_SCALARS:
+        return x
+    if isinstance(x, np.generic):
+        return x.item()  # weakly typed, like a Python scalar
+    if hasattr(x, "__array_interface__") or hasattr(x, "__cuda_array_interface__"):
+        return const(x)
+    if isinstance(x, (list, tuple)):
+        return const(np.asarray(x))
+    raise TypeError(f"{op}: unsupported operand type {type(x).__name__}; pass a Tensor, an "
+                    "array or a Python number")
+
+
+def acc_dtype(dtype):
+    """Accumulation dtype: float64 stays, every other float (and ints) accumulates in float32."""
+    return float64 if dtype == float64 else float32
+
+
+def normalize_axis(axis: int, ndim: int, op: str) -> int:
+    """``axis`` in ``[0, ndim)``; a clear error naming the op otherwise."""
+    if not -ndim <= axis < max(ndim, 1):
+        raise op_error(op, f"axis {axis} is out of range for a {ndim}-D tensor",
+                       valid=f"[{-ndim}, {ndim})")
+    return axis % ndim if ndim else 0
+
+
+def normalize_axes(axis, ndim: int, op: str) -> tuple:
+    """Sorted tuple of non-negative axes (all axes for None)."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, int):
+        axis = (axis,)
+    axes = tuple(sorted({normalize_axis(a, ndim, op) for a in axis}))
+    if len(axes) != len(tuple(axis)):
+        raise op_error(op, f"repeated axis in {axis}")
+    return axes
+
+
+def check_index_range(xp, idx, n: int, op: str):
+    """Raise if an integer index array has entries outside ``[-n, n)``; returns it wrapped >= 0.
+
+    Out-of-range indices must not reach the bincount-based scatter, which would silently write
+    into the wrong element.
+    """
+    if idx.dtype.kind not in "iu":
+        raise op_error(op, f"index must be an integer array, got {idx.dtype}")
+    if idx.size:
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < -n or hi >= n:
+            raise op_error(op, f"index out of range: values in [{lo}, {hi}] for a dimension of "
+                           f"size {n}", valid=f"[{-n}, {n})")
+        if lo < 0:
+            idx = xp.where(idx < 0, idx + n, idx)
+    return idx
+
+
+def scatter_add_flat(xp, size: int, lin, values, dtype):
+    """``out = zeros(size); out[lin] += values`` with repeated indices accumulating.
+
+    ``numpy.add.at`` is slow and CuPy's support for ``ufunc.at`` varies, so both backends use
+    ``bincount`` over the *unique* targets (compacting first keeps the float64 bincount buffer
+    the size of ``values``, not of the output).
+    """
+    out = xp.zeros(size, dtype=dtype)
+    lin = lin.reshape(-1)
+    if lin.size == 0:
+        return out
+    uniq, inv = xp.unique(lin, return_inverse=True)
+    sums = xp.bincount(inv.reshape(-1), weights=values.reshape(-1).astype(float64, copy=False),
+                       minlength=uniq.size)
+    out[uniq] = sums.astype(dtype, copy=False)
+    return out
+
+
+def scatter_add_rows(xp, n_rows: int, rows, values, dtype):
+    """``out = zeros((n_rows,) + values.shape[1:]); out[rows] += values`` (rows may repeat)."""
+    tail = values.shape[1:]
+    width = int(np.prod(tail, dtype=np.int64)) if tail else 1
+    out = xp.zeros((n_rows, width), dtype=dtype)
+    rows = rows.reshape(-1)
+    if rows.size:
+        uniq, inv = xp.unique(rows, return_inverse=True)
+        lin = inv.reshape(-1, 1) * width + xp.arange(width)
+        sums = xp.bincount(lin.reshape(-1),
+                           weights=values.reshape(-1).astype(float64, copy=False),
+                           minlength=uniq.size * width)
+        out[uniq] = sums.reshape(uniq.size, width).astype(dtype, copy=False)
+    return out.reshape((n_rows,) + tail)
+
+
+def along_axis_linear_index(xp, idx, axis: int, shape: tuple):
+    """Flat indices into an array of ``shape`` for torch.gather-style ``idx`` along ``axis``.
+
+    Element ``i`` of ``idx`` (same ndim as ``shape``) addresses coordinate ``idx[i]`` on ``axis``
+    and its own coordinate on every other axis. The result has ``idx``'s shape; nothing of
+    ``shape``'s size is allocated.
+    """
+    lin = None
+    stride = 1
+    for d in range(len(shape) - 1, -1, -1):
+        if d == axis:
+            coord = idx * stride
+        else:
+            n = idx.shape[d]
+            coord = (xp.arange(n, dtype=np.int64) * stride).reshape(
+                (1,) * d + (n,) + (1,) * (idx.ndim - d - 1))
+        lin = coord if lin is None else lin + coord
+        stride *= shape[d]
+    return xp.broadcast_to(lin, idx.shape) if lin is not None else idx
+
+
+_HOST_BLOCK = 1 << 15
+
+
+def blockwise(fn, x):
+    """``fn(x)`` for an elementwise ``fn``, run in cache-sized blocks on the host.
+
+    Long elementwise formulas (erf: ~40 passes) are memory-bound on the CPU once their
+    temporaries leave the cache; 32K-element blocks keep them in L2 (about 3x faster). On the
+    GPU one launch per op is what matters, so CuPy arrays go through whole. (Backend-specific
+    by nature: a candidate for ``_backend.kernels``.)
+    """
+    if type(x) is not np.ndarray or x.size <= 2 * _HOST_BLOCK:
+        return fn(x)
+    flat = x.reshape(-1)
+    first = fn(flat[:_HOST_BLOCK])
+    out = np.empty(flat.shape, dtype=first.dtype)
+    out[:_HOST_BLOCK] = first
+    for i in range(_HOST_BLOCK, flat.size, _HOST_BLOCK):
+        out[i:i + _HOST_BLOCK] = fn(flat[i:i + _HOST_BLOCK])
+    return out.reshape(x.shape)
+
+
+def get_array_module_of(*xs):
+    """``numpy`` or ``cupy`` for the first array-like among ``xs``."""
+    for x in xs:
+        if isinstance(x, Tensor):
+            return get_array_module(x.data)
+        if hasattr(x, "dtype") and hasattr(x, "shape"):
+            return get_array_module(x)
+    return np

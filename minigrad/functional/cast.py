@@ -5,12 +5,13 @@
 
 from __future__ import annotations
 
-from .._backend import get_array_module, normalize_device, to_device as _to_device_array
+from .._backend import get_array_module, normalize_device
+from .._backend import to_device as _to_device_array
 from .._backend.dtypes import normalize_dtype
 from ..autodiff.function import Function
 from ..tensor import Tensor
 
-__all__ = ["cast", "to_device", "clone", "detach"]
+__all__ = ["cast", "clone", "detach", "to_device"]
 
 
 class Cast(Function):

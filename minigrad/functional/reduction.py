@@ -1,43 +1,80 @@
 """Reductions. They accumulate in float32 or wider whatever the input dtype (invariant 3) and
-return the input's dtype, so a float16 sum of 4096 ones is exactly 4096."""
+return the input's dtype, so a float16 sum of 4096 ones is exactly 4096.
+
+Backward passes are written with ops (double backward works); the piecewise-constant selections
+(argmax masks, signs) enter them as constants.
+"""
 
 from __future__ import annotations
 
+import builtins
+import math
+
 from .._backend import get_array_module
+from .._backend.dtypes import float32, is_floating
 from .._backend.kernels import sum_fp32
 from ..autodiff.function import Function
 from ..tensor import Tensor
+from ._utils import acc_dtype, const, fast_backward, normalize_axes, normalize_axis, op_error
+from .elementwise import abs as _abs
+from .elementwise import exp as _exp
+from .elementwise import pow as _pow
+from .elementwise import where as _where
 
-__all__ = ["sum", "mean"]
+__all__ = [
+    "argmax",
+    "argmin",
+    "cumsum",
+    "logsumexp",
+    "max",
+    "mean",
+    "min",
+    "norm",
+    "prod",
+    "std",
+    "sum",
+    "var",
+]
 
 
-def _axes(axis, ndim):
-    if axis is None:
-        return tuple(range(ndim))
-    if isinstance(axis, int):
-        axis = (axis,)
-    return tuple(sorted(a % ndim if ndim else a for a in axis))
+def _axes(axis, ndim, op="reduction"):
+    return normalize_axes(axis, ndim, op)
+
+
+def _count(shape, axes) -> int:
+    n = 1
+    for a in axes:
+        n *= shape[a]
+    return n
+
+
+def _keep(shape, axes):
+    """``shape`` with the reduced ``axes`` set to 1 (the keepdims shape)."""
+    return tuple(1 if i in axes else s for i, s in enumerate(shape))
 
 
 def _expand_grad(gy: Tensor, shape, axes, keepdims) -> Tensor:
     if not keepdims and axes:
-        kept = list(gy.shape)
-        for a in axes:
-            kept.insert(a, 1)
-        gy = gy.reshape(tuple(kept))
+        gy = gy.reshape(_keep(shape, axes))
     return gy.broadcast_to(shape)
+
+
+def _expand_array(y, shape, axes, keepdims):
+    return y if keepdims or not axes else y.reshape(_keep(shape, axes))
+
+
+def _to_dtype(out, dtype):
+    return out if out.dtype == dtype or dtype.kind in "biu" else out.astype(dtype)
 
 
 class Sum(Function):
     name = "sum"
 
     def forward(self, x, axis, keepdims):
-        self.axes = _axes(axis, x.ndim)
+        self.axes = _axes(axis, x.ndim, "sum")
         self.keepdims = keepdims
         self.in_shape = x.shape
-        out = sum_fp32(x, axis=self.axes, keepdims=keepdims)
-        return get_array_module(out).asarray(out, dtype=x.dtype) if out.dtype != x.dtype and \
-            x.dtype.kind != "b" else out
+        return _to_dtype(sum_fp32(x, axis=self.axes, keepdims=keepdims), x.dtype)
 
     def backward(self, gy):
         return _expand_grad(gy, self.in_shape, self.axes, self.keepdims)
@@ -47,25 +84,351 @@ class Mean(Function):
     name = "mean"
 
     def forward(self, x, axis, keepdims):
-        self.axes = _axes(axis, x.ndim)
+        self.axes = _axes(axis, x.ndim, "mean")
         self.keepdims = keepdims
         self.in_shape = x.shape
-        count = 1
-        for a in self.axes:
-            count *= x.shape[a]
-        self.count = max(count, 1)
+        self.count = builtins.max(_count(x.shape, self.axes), 1)
         out = sum_fp32(x, axis=self.axes, keepdims=keepdims) / self.count
-        return out.astype(x.dtype, copy=False)
+        return out.astype(x.dtype if is_floating(x.dtype) else float32, copy=False)
 
     def backward(self, gy):
         return _expand_grad(gy, self.in_shape, self.axes, self.keepdims) / self.count
 
 
-def sum(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:  # noqa: A001
-    """Sum over ``axis`` (all axes when None), accumulated in float32."""
+class Var(Function):
+    name = "var"
+
+    def forward(self, x, axis, keepdims, ddof):
+        self.axes = _axes(axis, x.ndim, "var")
+        self.keepdims, self.in_shape = keepdims, x.shape
+        self.denom = _count(x.shape, self.axes) - ddof
+        self.save_for_backward(x)
+        z = x.astype(acc_dtype(x.dtype), copy=False)
+        d = z - sum_fp32(z, axis=self.axes, keepdims=True) / builtins.max(_count(x.shape, self.axes), 1)
+        out = sum_fp32(d * d, axis=self.axes, keepdims=keepdims) / self.denom
+        return out.astype(x.dtype, copy=False)
+
+    def _centered(self, x):
+        return x - mean(x, self.axes, keepdims=True)
+
+    def backward(self, gy):
+        (x,) = self.saved_tensors
+        g = _expand_grad(gy, self.in_shape, self.axes, self.keepdims)
+        return g * self._centered(x) * (2.0 / self.denom)
+
+
+class Std(Var):
+    name = "std"
+
+    def forward(self, x, axis, keepdims, ddof):
+        v = super().forward(x.astype(acc_dtype(x.dtype), copy=False), axis, keepdims, ddof)
+        y = get_array_module(x).sqrt(v).astype(x.dtype, copy=False)
+        self.save_for_backward(x, y)
+        return y
+
+    def backward(self, gy):
+        x, y = self.saved_tensors
+        g = _expand_grad(gy / y, self.in_shape, self.axes, self.keepdims)
+        return g * self._centered(x) * (1.0 / self.denom)
+
+
+def _move_to_end(x, axes):
+    """View ``x`` with ``axes`` flattened into one trailing axis (for arg-reductions)."""
+    xp = get_array_module(x)
+    rest = [i for i in range(x.ndim) if i not in axes]
+    moved = xp.transpose(x, rest + list(axes)) if list(axes) != list(range(
+        x.ndim - len(axes), x.ndim)) else x
+    return moved.reshape(tuple(x.shape[i] for i in rest) + (-1,)), rest
+
+
+def _first_hit_mask(x, axes, idx):
+    """Bool mask of ``x``'s shape marking, per reduced slice, the element at flat ``idx``."""
+    xp = get_array_module(x)
+    rest = [i for i in range(x.ndim) if i not in axes]
+    k = _count(x.shape, axes)
+    hit = xp.arange(k) == idx[..., None]  # (rest..., k)
+    hit = hit.reshape(tuple(x.shape[i] for i in rest) + tuple(x.shape[a] for a in axes))
+    order = rest + list(axes)
+    inverse = [0] * x.ndim
+    for pos, a in enumerate(order):
+        inverse[a] = pos
+    return xp.transpose(hit, inverse)
+
+
+class Max(Function):
+    name = "max"
+    _arg = "argmax"
+
+    def forward(self, x, axis, keepdims, return_indices):
+        if x.size == 0:
+            raise op_error(self.name, "reduction of an empty tensor has no identity",
+                           shape=x.shape)
+        xp = get_array_module(x)
+        self.axes = _axes(axis, x.ndim, self.name)
+        self.keepdims, self.in_shape = keepdims, x.shape
+        flat, _ = _move_to_end(x, self.axes)
+        idx = getattr(xp, self._arg)(flat, axis=-1)
+        self.idx = idx
+        y = xp.take_along_axis(flat, idx[..., None], axis=-1)[..., 0]
+        if keepdims:
+            y = y.reshape(_keep(x.shape, self.axes))
+            idx = idx.reshape(y.shape)
+        if return_indices:
+            return y, idx.astype("int64", copy=False)
+        return y
+
+    def backward(self, gy, *_):
+        (x,) = self.inputs
+        mask = _first_hit_mask(x.data, self.axes, self.idx)
+        g = _expand_grad(gy, self.in_shape, self.axes, self.keepdims)
+        if fast_backward():
+            return const(g.data * mask)
+        return g * const(mask.astype(gy.dtype))
+
+
+class Min(Max):
+    name = "min"
+    _arg = "argmin"
+
+
+class ArgMax(Function):
+    name = "argmax"
+    _arg = "argmax"
+
+    def forward(self, x, axis, keepdims):
+        xp = get_array_module(x)
+        if axis is None:
+            idx = getattr(xp, self._arg)(x.reshape(-1))
+            return idx.reshape((1,) * x.ndim) if keepdims else idx
+        axis = normalize_axis(axis, x.ndim, self.name)
+        idx = getattr(xp, self._arg)(x, axis=axis)
+        return xp.expand_dims(idx, axis) if keepdims else idx
+
+    def backward(self, gy):
+        return None
+
+
+class ArgMin(ArgMax):
+    name = "argmin"
+    _arg = "argmin"
+
+
+class LogSumExp(Function):
+    name = "logsumexp"
+
+    def forward(self, x, axis, keepdims):
+        xp = get_array_module(x)
+        self.axes = _axes(axis, x.ndim, "logsumexp")
+        self.keepdims, self.in_shape = keepdims, x.shape
+        z = x.astype(acc_dtype(x.dtype), copy=False)
+        m = xp.max(z, axis=self.axes, keepdims=True)
+        m = xp.where(xp.isfinite(m), m, 0)  # all -inf (or inf) slices: no shift, no nan
+        s = xp.sum(xp.exp(z - m), axis=self.axes, keepdims=True)
+        # An all -inf slice sums to 0: its result is -inf, without a log(0) warning.
+        y = xp.log(xp.where(s > 0, s, 1)) + xp.where(s > 0, m, -math.inf)
+        if not keepdims:
+            y = y.reshape(tuple(n for i, n in enumerate(x.shape) if i not in self.axes))
+        y = y.astype(x.dtype, copy=False)
+        self.save_for_backward(x, y)
+        return y
+
+    def backward(self, gy):
+        x, y = self.saved_tensors
+        g = _expand_grad(gy, self.in_shape, self.axes, self.keepdims)
+        ye = _expand_grad(y, self.in_shape, self.axes, self.keepdims)
+        return g * _exp(x - ye)
+
+
+class Prod(Function):
+    name = "prod"
+
+    def forward(self, x, axis, keepdims):
+        xp = get_array_module(x)
+        self.axes = _axes(axis, x.ndim, "prod")
+        self.keepdims, self.in_shape = keepdims, x.shape
+        acc = acc_dtype(x.dtype) if x.dtype.kind not in "biu" else None
+        y = _to_dtype(xp.prod(x, axis=self.axes, keepdims=keepdims, dtype=acc), x.dtype)
+        self.save_for_backward(x, y)
+        return y
+
+    def backward(self, gy):
+        x, y = self.saved_tensors
+        g = _expand_grad(gy, self.in_shape, self.axes, self.keepdims)
+        xp = get_array_module(x.data)
+        if not bool(xp.any(x.data == 0)):
+            return g * _expand_grad(y, self.in_shape, self.axes, self.keepdims) / x
+        if not fast_backward():
+            raise RuntimeError("prod: double backward through a product containing zeros is "
+                               "not supported; perturb the zeros or avoid create_graph=True")
+        return g * const(self._others(x.data))
+
+    def _others(self, x):
+        """Product of every other element of each slice, exact with zeros (prefix * suffix)."""
+        xp = get_array_module(x)
+        flat, rest = _move_to_end(x, self.axes)
+        z = flat.astype(acc_dtype(x.dtype), copy=False)
+        ones = xp.ones(z.shape[:-1] + (1,), dtype=z.dtype)
+        before = xp.cumprod(xp.concatenate([ones, z[..., :-1]], axis=-1), axis=-1)
+        after = xp.flip(xp.cumprod(xp.flip(xp.concatenate([z[..., 1:], ones], axis=-1), -1),
+                                   axis=-1), -1)
+        return _unflatten(before * after, x.shape, self.axes, rest).astype(x.dtype)
+
+
+def _unflatten(flat, shape, axes, rest):
+    """Inverse of :func:`_move_to_end`."""
+    xp = get_array_module(flat)
+    full = flat.reshape(tuple(shape[i] for i in rest) + tuple(shape[a] for a in axes))
+    inverse = [0] * len(shape)
+    for pos, a in enumerate(list(rest) + list(axes)):
+        inverse[a] = pos
+    return xp.transpose(full, inverse)
+
+
+class CumSum(Function):
+    name = "cumsum"
+
+    def forward(self, x, axis):
+        self.axis = axis
+        xp = get_array_module(x)
+        acc = acc_dtype(x.dtype) if x.dtype.kind not in "biu" else None
+        return _to_dtype(xp.cumsum(x, axis=axis, dtype=acc), x.dtype)
+
+    def backward(self, gy):
+        # The adjoint of a prefix sum is a suffix sum: flip, cumsum, flip.
+        flip = (slice(None),) * self.axis + (slice(None, None, -1),)
+        from .shape import getitem
+        return getitem(cumsum(getitem(gy, flip), self.axis), flip)
+
+
+class Norm(Function):
+    name = "norm"
+
+    def forward(self, x, ord, axis, keepdims):
+        xp = get_array_module(x)
+        self.axes = _axes(axis, x.ndim, "norm")
+        self.keepdims, self.in_shape, self.ord = keepdims, x.shape, ord
+        z = xp.abs(x.astype(acc_dtype(x.dtype), copy=False))
+        if ord == math.inf:
+            if z.size == 0:
+                raise op_error("norm", "the inf-norm of an empty tensor is undefined")
+            flat, _ = _move_to_end(z, self.axes)
+            self.idx = xp.argmax(flat, axis=-1)
+            y = xp.max(z, axis=self.axes, keepdims=keepdims)
+        elif ord == 1:
+            y = xp.sum(z, axis=self.axes, keepdims=keepdims)
+        elif ord == 2:
+            y = xp.sqrt(xp.sum(z * z, axis=self.axes, keepdims=keepdims))
+        else:
+            y = xp.sum(z ** ord, axis=self.axes, keepdims=keepdims) ** (1.0 / ord)
+        y = y.astype(x.dtype, copy=False)
+        self.save_for_backward(x, y)
+        return y
+
+    def backward(self, gy):
+        x, y = self.saved_tensors
+        xp = get_array_module(x.data)
+        g = _expand_grad(gy, self.in_shape, self.axes, self.keepdims)
+        sgn = const(xp.sign(x.data))
+        if self.ord == 1:
+            return g * sgn
+        if self.ord == math.inf:
+            mask = _first_hit_mask(x.data, self.axes, self.idx)
+            return g * const((xp.sign(x.data) * mask).astype(gy.dtype))
+        ye = _expand_grad(y, self.in_shape, self.axes, self.keepdims)
+        # At y == 0 every x is 0: use the subgradient 0 rather than 0/0 = nan.
+        safe = _where(const(ye.data > 0), ye, 1.0)
+        if self.ord == 2:
+            return g * x / safe
+        p = self.ord
+        return g * sgn * _pow(_abs(x), p - 1) / _pow(safe, p - 1)
+
+
+def sum(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
+    """Sum over ``axis`` (int, tuple, or None for all), accumulated in float32."""
     return Sum.apply(x, axis=axis, keepdims=keepdims)
 
 
 def mean(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
     """Mean over ``axis`` (all axes when None), accumulated in float32."""
     return Mean.apply(x, axis=axis, keepdims=keepdims)
+
+
+def var(x: Tensor, axis=None, keepdims: bool = False, ddof: int = 0) -> Tensor:
+    """Variance over ``axis``, divided by ``N - ddof`` (two-pass, in float32 or wider)."""
+    return Var.apply(x, axis=axis, keepdims=keepdims, ddof=ddof)
+
+
+def std(x: Tensor, axis=None, keepdims: bool = False, ddof: int = 0) -> Tensor:
+    """Standard deviation ``sqrt(var(x, axis, keepdims, ddof))``."""
+    return Std.apply(x, axis=axis, keepdims=keepdims, ddof=ddof)
+
+
+def max(x: Tensor, axis=None, keepdims: bool = False, return_indices: bool = False):
+    """Maximum over ``axis``; the gradient goes to the first maximal element of each slice.
+
+    Args:
+        x: input.
+        axis: int, tuple of ints, or None (all axes).
+        keepdims: keep reduced axes as size 1.
+        return_indices: also return the int64 position of the maximum (flat within the reduced
+            axes when several are reduced).
+
+    Returns:
+        ``values`` or ``(values, indices)``.
+    """
+    return Max.apply(x, axis=axis, keepdims=keepdims, return_indices=return_indices)
+
+
+def min(x: Tensor, axis=None, keepdims: bool = False, return_indices: bool = False):
+    """Minimum over ``axis``; like :func:`max`."""
+    return Min.apply(x, axis=axis, keepdims=keepdims, return_indices=return_indices)
+
+
+def argmax(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
+    """Index (int64) of the first maximum along ``axis`` (of the flattened tensor for None)."""
+    return ArgMax.apply(x, axis=axis, keepdims=keepdims)
+
+
+def argmin(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
+    """Index (int64) of the first minimum along ``axis``."""
+    return ArgMin.apply(x, axis=axis, keepdims=keepdims)
+
+
+def logsumexp(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
+    """``log(sum(exp(x)))`` over ``axis``, max-shifted and accumulated in float32."""
+    return LogSumExp.apply(x, axis=axis, keepdims=keepdims)
+
+
+def prod(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
+    """Product over ``axis`` (float32 accumulation); the gradient is exact with zeros."""
+    return Prod.apply(x, axis=axis, keepdims=keepdims)
+
+
+def cumsum(x: Tensor, axis=None) -> Tensor:
+    """Inclusive prefix sum along ``axis`` (of the flattened tensor for None)."""
+    if axis is None:
+        x = x.reshape(-1)
+        axis = 0
+    return CumSum.apply(x, axis=normalize_axis(axis, x.ndim, "cumsum"))
+
+
+def norm(x: Tensor, ord=2, axis=None, keepdims: bool = False) -> Tensor:
+    """Vector norm of the elements over ``axis`` (all elements for None), in float32 or wider.
+
+    Args:
+        x: input.
+        ord: 1, 2 (default), ``math.inf``/``"inf"``, ``"fro"`` (same as 2 over the axes), or
+            any other positive number p for ``(sum |x|^p)^(1/p)``. Matrix-induced norms are not
+            offered: this is always the elementwise norm.
+        axis: int, tuple, or None.
+        keepdims: keep reduced axes as size 1.
+
+    The gradient of the 2-norm at 0 is 0 (a subgradient), never NaN.
+    """
+    if ord == "fro" or ord is None:
+        ord = 2
+    elif ord in ("inf", float("inf")):
+        ord = math.inf
+    if not isinstance(ord, (int, float)) or ord <= 0:
+        raise op_error("norm", f"unsupported ord {ord!r}; use 1, 2, inf, 'fro' or p > 0")
+    return Norm.apply(x, ord=ord, axis=axis, keepdims=keepdims)

@@ -1,23 +1,80 @@
-"""Shape and indexing ops."""
+"""Shape and indexing ops.
+
+Scatter-style gradients (integer-array indexing, ``gather``, ``index_select``) accumulate repeated
+indices with a bincount over the unique targets (``_utils.scatter_add_flat``/``scatter_add_rows``),
+which is fast on NumPy and CuPy alike. Every backward here is itself differentiable: the adjoint
+of a gather is a scatter and the adjoint of that scatter is the gather again.
+"""
 
 from __future__ import annotations
 
+import numpy as np
+
 from .._backend import get_array_module
+from .._backend.dtypes import float32
 from ..autodiff.function import Function
 from ..tensor import Tensor
+from ._utils import (
+    along_axis_linear_index,
+    check_index_range,
+    const,
+    normalize_axes,
+    normalize_axis,
+    op_error,
+    scatter_add_flat,
+    scatter_add_rows,
+    sum_to_shape,
+)
 
-__all__ = ["reshape", "transpose", "swapaxes", "broadcast_to"]
+__all__ = [
+    "broadcast_to",
+    "concat",
+    "expand_dims",
+    "flatten",
+    "gather",
+    "getitem",
+    "index_select",
+    "one_hot",
+    "pad",
+    "permute",
+    "repeat",
+    "reshape",
+    "scatter_add",
+    "split",
+    "squeeze",
+    "stack",
+    "swapaxes",
+    "tile",
+    "transpose",
+]
 
 
+# --------------------------------------------------------------------------- views
 class Reshape(Function):
     name = "reshape"
 
     def forward(self, x, shape):
         self.in_shape = x.shape
-        return x.reshape(shape)
+        try:
+            return x.reshape(shape)
+        except ValueError:
+            raise op_error(self.name, f"cannot reshape {x.size} elements into {shape}",
+                           shape=x.shape) from None
 
     def backward(self, gy):
         return gy.reshape(self.in_shape)
+
+
+class ExpandDims(Reshape):
+    name = "expand_dims"
+
+
+class Squeeze(Reshape):
+    name = "squeeze"
+
+
+class Flatten(Reshape):
+    name = "flatten"
 
 
 class Transpose(Function):
@@ -30,10 +87,8 @@ class Transpose(Function):
     def backward(self, gy):
         if self.axes is None:
             return transpose(gy)
-        inverse = [0] * len(self.axes)
-        for i, a in enumerate(self.axes):
-            inverse[a % len(self.axes)] = i
-        return transpose(gy, tuple(inverse))
+        return transpose(gy, tuple(int(i) for i in np.argsort([a % len(self.axes)
+                                                               for a in self.axes])))
 
 
 class BroadcastTo(Function):
@@ -41,11 +96,12 @@ class BroadcastTo(Function):
 
     def forward(self, x, shape):
         self.in_shape = x.shape
-        return get_array_module(x).broadcast_to(x, shape)
+        try:
+            return get_array_module(x).broadcast_to(x, shape)
+        except ValueError:
+            raise op_error(self.name, f"cannot broadcast shape {x.shape} to {shape}") from None
 
     def backward(self, gy):
-        from ._utils import sum_to_shape
-
         return sum_to_shape(gy, self.in_shape)
 
 
@@ -62,9 +118,15 @@ def transpose(x: Tensor, axes=None) -> Tensor:
     return Transpose.apply(x, axes=None if axes is None else tuple(axes))
 
 
+def permute(x: Tensor, axes) -> Tensor:
+    """Reorder axes: output axis ``i`` is input axis ``axes[i]`` (alias of :func:`transpose`,
+    recorded as a ``transpose`` op)."""
+    return Transpose.apply(x, axes=tuple(axes))
+
+
 def broadcast_to(x: Tensor, shape) -> Tensor:
     """``x`` broadcast to ``shape`` (a view; the gradient is summed back)."""
-    shape = tuple(shape)
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
     if shape == x.shape:
         return x
     return BroadcastTo.apply(x, shape=shape)
@@ -75,3 +137,462 @@ def swapaxes(x: Tensor, axis1: int, axis2: int) -> Tensor:
     axes = list(range(x.ndim))
     axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
     return Transpose.apply(x, axes=tuple(axes))
+
+
+def expand_dims(x: Tensor, axis) -> Tensor:
+    """Insert size-1 axes at ``axis`` (int or tuple, positions in the output)."""
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    out_ndim = x.ndim + len(axes)
+    axes = normalize_axes(axes, out_ndim, "expand_dims")
+    dims = iter(x.shape)
+    shape = tuple(1 if i in axes else next(dims) for i in range(out_ndim))
+    return ExpandDims.apply(x, shape=shape)
+
+
+def squeeze(x: Tensor, axis=None) -> Tensor:
+    """Remove size-1 axes (all of them for None; the given ones must have size 1)."""
+    if axis is None:
+        axes = tuple(i for i, s in enumerate(x.shape) if s == 1)
+    else:
+        axes = normalize_axes(axis, x.ndim, "squeeze")
+        for a in axes:
+            if x.shape[a] != 1:
+                raise op_error("squeeze", f"axis {a} has size {x.shape[a]}, not 1",
+                               shape=x.shape)
+    if not axes:
+        return x
+    return Squeeze.apply(x, shape=tuple(s for i, s in enumerate(x.shape) if i not in axes))
+
+
+def flatten(x: Tensor, start_axis: int = 0, end_axis: int = -1) -> Tensor:
+    """Merge axes ``start_axis..end_axis`` (inclusive) into one."""
+    if x.ndim == 0:
+        return Flatten.apply(x, shape=(1,))
+    s = normalize_axis(start_axis, x.ndim, "flatten")
+    e = normalize_axis(end_axis, x.ndim, "flatten")
+    if s > e:
+        raise op_error("flatten", f"start_axis {start_axis} comes after end_axis {end_axis}",
+                       shape=x.shape)
+    n = 1
+    for d in x.shape[s:e + 1]:
+        n *= d
+    shape = x.shape[:s] + (n,) + x.shape[e + 1:]
+    return x if shape == x.shape else Flatten.apply(x, shape=shape)
+
+
+# --------------------------------------------------------------------------- join / split
+class Concat(Function):
+    name = "concat"
+
+    def forward(self, *xs, axis):
+        xp = get_array_module(xs[0])
+        ref = xs[0].shape
+        for i, x in enumerate(xs):
+            if x.ndim != len(ref) or any(a != b for d, (a, b) in enumerate(zip(x.shape, ref))
+                                         if d != axis):
+                raise op_error(self.name, f"tensor {i} has shape {x.shape} but tensor 0 has "
+                               f"{ref}; all sizes except axis {axis} must match")
+        self.axis = axis
+        self.points = [int(p) for p in np.cumsum([x.shape[axis] for x in xs[:-1]])]
+        return xp.concatenate(xs, axis=axis)
+
+    def backward(self, gy):
+        return tuple(split(gy, self.points, self.axis))
+
+
+class Stack(Function):
+    name = "stack"
+
+    def forward(self, *xs, axis):
+        for i, x in enumerate(xs):
+            if x.shape != xs[0].shape:
+                raise op_error(self.name, f"tensor {i} has shape {x.shape} but tensor 0 has "
+                               f"{xs[0].shape}; stack needs equal shapes")
+        self.axis = axis
+        return get_array_module(xs[0]).stack(xs, axis=axis)
+
+    def backward(self, gy):
+        lead = (slice(None),) * self.axis
+        return tuple(getitem(gy, lead + (i,)) for i in range(gy.shape[self.axis]))
+
+
+class Split(Function):
+    name = "split"
+
+    def forward(self, x, points, axis):
+        self.axis = axis
+        return tuple(get_array_module(x).split(x, points, axis=axis))
+
+    def backward(self, *gys):
+        return concat(list(gys), self.axis)
+
+
+def _tensors(tensors, op):
+    tensors = list(tensors)
+    if not tensors:
+        raise op_error(op, "needs at least one tensor")
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}: expected Tensors, got {type(t).__name__}")
+    return tensors
+
+
+def concat(tensors, axis: int = 0) -> Tensor:
+    """Join tensors along an existing ``axis``."""
+    tensors = _tensors(tensors, "concat")
+    axis = normalize_axis(axis, tensors[0].ndim, "concat")
+    if len(tensors) == 1:
+        return tensors[0]
+    return Concat.apply(*tensors, axis=axis)
+
+
+def stack(tensors, axis: int = 0) -> Tensor:
+    """Join equally shaped tensors along a new ``axis``."""
+    tensors = _tensors(tensors, "stack")
+    axis = normalize_axis(axis, tensors[0].ndim + 1, "stack")
+    return Stack.apply(*tensors, axis=axis)
+
+
+def split(x: Tensor, nsplits_or_sections, axis: int = 0) -> list:
+    """Split ``x`` along ``axis``.
+
+    Args:
+        x: input.
+        nsplits_or_sections: an int N (N equal parts; the size must divide) or a list of split
+            points, as in ``numpy.split``.
+        axis: the axis to cut.
+
+    Returns:
+        A list of Tensors.
+    """
+    axis = normalize_axis(axis, x.ndim, "split")
+    n = x.shape[axis]
+    if isinstance(nsplits_or_sections, int):
+        k = nsplits_or_sections
+        if k <= 0 or n % k:
+            raise op_error("split", f"cannot split an axis of size {n} into {k} equal parts; "
+                           "pass a list of split points instead", shape=x.shape, axis=axis)
+        points = [n // k * i for i in range(1, k)]
+    else:
+        points = [int(p) for p in nsplits_or_sections]
+    out = Split.apply(x, points=points, axis=axis)
+    return list(out) if isinstance(out, tuple) else [out]
+
+
+# --------------------------------------------------------------------------- indexing
+def _index_data(index, xp):
+    """Unwrap Tensors and lists in an index; report whether it holds integer arrays."""
+    items = index if isinstance(index, tuple) else (index,)
+    out, has_int_array, advanced = [], False, False
+    for it in items:
+        if isinstance(it, Tensor):
+            it = it.data
+        elif isinstance(it, list):
+            it = xp.asarray(it)
+        if hasattr(it, "dtype") and hasattr(it, "ndim") and not isinstance(it, np.generic):
+            advanced = True
+            if it.dtype.kind != "b":
+                has_int_array = True
+        out.append(it)
+    return (tuple(out) if isinstance(index, tuple) else out[0]), advanced, has_int_array
+
+
+class GetItem(Function):
+    name = "getitem"
+
+    def forward(self, x, index, advanced, has_int):
+        self.in_shape, self.index, self.has_int = x.shape, index, has_int
+        return x[index]
+
+    def backward(self, gy):
+        return GetItemBackward.apply(gy, shape=self.in_shape, index=self.index,
+                                     has_int=self.has_int)
+
+
+class GetItemBackward(Function):
+    name = "getitem_backward"
+
+    def forward(self, g, shape, index, has_int):
+        self.index, self.has_int = index, has_int
+        xp = get_array_module(g)
+        if not has_int:  # slices, ints, masks: every target is hit at most once
+            out = xp.zeros(shape, dtype=g.dtype)
+            out[index] = g
+            return out
+        items = index if isinstance(index, tuple) else (index,)
+        if len(items) == 1 and hasattr(items[0], "ndim"):  # x[idx]: the embedding case
+            rows = items[0] % shape[0] if shape else items[0]
+            return scatter_add_rows(xp, shape[0], rows, g.reshape((-1,) + shape[1:]), g.dtype)
+        # General mixed index: gather each element's flat position through zero-stride views.
+        size = int(np.prod(shape, dtype=np.int64))
+        lin, stride = None, 1
+        for d in range(len(shape) - 1, -1, -1):
+            coord = xp.arange(shape[d], dtype=np.int64) * stride
+            coord = xp.broadcast_to(coord.reshape((-1,) + (1,) * (len(shape) - d - 1)), shape)
+            part = coord[index]
+            lin = part if lin is None else lin + part
+            stride *= shape[d]
+        return scatter_add_flat(xp, size, lin, g, g.dtype).reshape(shape)
+
+    def backward(self, gg):
+        return GetItem.apply(gg, index=self.index, advanced=True, has_int=self.has_int)
+
+
+def getitem(x: Tensor, index) -> Tensor:
+    """``x[index]`` with NumPy semantics: ints, slices, None, Ellipsis, integer arrays/Tensors
+    and bool masks. Repeated integer indices accumulate their gradients."""
+    index, advanced, has_int = _index_data(index, get_array_module(x.data))
+    return GetItem.apply(x, index=index, advanced=advanced, has_int=has_int)
+
+
+class Pad(Function):
+    name = "pad"
+
+    def forward(self, x, widths, value):
+        self.slices = tuple(slice(b, b + n) for (b, _), n in zip(widths, x.shape))
+        return get_array_module(x).pad(x, widths, mode="constant",
+                                       constant_values=x.dtype.type(value))
+
+    def backward(self, gy):
+        return getitem(gy, self.slices)
+
+
+_PAD_MODES = {"constant": "constant", "reflect": "reflect", "symmetric": "symmetric",
+              "edge": "edge", "replicate": "edge", "wrap": "wrap", "circular": "wrap"}
+
+
+def pad(x: Tensor, pad_width, mode: str = "constant", value: float = 0.0) -> Tensor:
+    """Pad ``x`` with NumPy-style ``pad_width``.
+
+    Args:
+        x: input.
+        pad_width: ``n``, ``(before, after)`` or one ``(before, after)`` pair per axis.
+        mode: ``"constant"`` (fill with ``value``), ``"reflect"``, ``"symmetric"``, ``"edge"``
+            (alias ``"replicate"``) or ``"wrap"`` (alias ``"circular"``).
+        value: the fill value of constant mode.
+    """
+    if mode not in _PAD_MODES:
+        raise op_error("pad", f"unknown mode {mode!r}; use one of {sorted(_PAD_MODES)}")
+    try:
+        widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2))
+    except ValueError:
+        raise op_error("pad", f"pad_width {pad_width!r} does not fit a {x.ndim}-D tensor; "
+                       "give n, (before, after) or one pair per axis") from None
+    if (widths < 0).any():
+        raise op_error("pad", f"negative pad widths {pad_width!r}")
+    widths = tuple((int(b), int(a)) for b, a in widths)
+    mode = _PAD_MODES[mode]
+    if mode == "constant":
+        return Pad.apply(x, widths=widths, value=value)
+    # Other modes are gathers along each padded axis, so their gradient is a scatter-add.
+    for axis, (b, a) in enumerate(widths):
+        if b or a:
+            idx = np.pad(np.arange(x.shape[axis]), (b, a), mode=mode)
+            x = index_select(x, axis, idx)
+    return x
+
+
+class Repeat(Function):
+    name = "repeat"
+
+    def forward(self, x, repeats, axis):
+        self.repeats, self.axis, self.in_shape = repeats, axis, x.shape
+        return get_array_module(x).repeat(x, repeats, axis=axis)
+
+    def backward(self, gy):
+        a, s = self.axis, self.in_shape
+        return gy.reshape(s[:a] + (s[a], self.repeats) + s[a + 1:]).sum(a + 1)
+
+
+def repeat(x: Tensor, repeats, axis=None) -> Tensor:
+    """Repeat each element ``repeats`` times (an int or one count per element) along ``axis``;
+    the flattened tensor when ``axis`` is None (NumPy semantics)."""
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    axis = normalize_axis(axis, x.ndim, "repeat")
+    if isinstance(repeats, (int, np.integer)):
+        return Repeat.apply(x, repeats=int(repeats), axis=axis)
+    counts = np.asarray(repeats.numpy() if isinstance(repeats, Tensor) else repeats)
+    if counts.shape != (x.shape[axis],):
+        raise op_error("repeat", f"need one count per element of axis {axis}",
+                       shape=x.shape, repeats=counts.shape)
+    return index_select(x, axis, np.repeat(np.arange(x.shape[axis]), counts))
+
+
+class Tile(Function):
+    name = "tile"
+
+    def forward(self, x, reps):
+        self.in_shape = x.shape
+        d = max(len(reps), x.ndim)
+        self.reps = (1,) * (d - len(reps)) + reps
+        self.full = (1,) * (d - x.ndim) + x.shape
+        return get_array_module(x).tile(x, reps)
+
+    def backward(self, gy):
+        inter = tuple(v for r, s in zip(self.reps, self.full) for v in (r, s))
+        g = gy.reshape(inter).sum(tuple(range(0, len(inter), 2)))
+        return g.reshape(self.in_shape)
+
+
+def tile(x: Tensor, reps) -> Tensor:
+    """Repeat the whole tensor ``reps`` times per axis (NumPy semantics)."""
+    reps = (reps,) if isinstance(reps, int) else tuple(int(r) for r in reps)
+    return Tile.apply(x, reps=reps)
+
+
+# --------------------------------------------------------------------------- gather / scatter
+def _index_array(index, x, op):
+    xp = get_array_module(x.data)
+    idx = index.data if isinstance(index, Tensor) else xp.asarray(index)
+    if idx.dtype.kind not in "iu":
+        raise op_error(op, f"index must be integer, got {idx.dtype}")
+    return idx
+
+
+def _check_along(op, x_shape, idx, axis, src_shape=None):
+    if idx.ndim != len(x_shape):
+        raise op_error(op, "index must have the same number of dimensions as the input",
+                       input_shape=x_shape, index_shape=idx.shape)
+    for d, n in enumerate(idx.shape):
+        if d != axis and n > x_shape[d] or src_shape is not None and n > src_shape[d]:
+            raise op_error(op, f"index is larger than the input on axis {d}",
+                           input_shape=x_shape, index_shape=idx.shape, src_shape=src_shape)
+
+
+class Gather(Function):
+    name = "gather"
+
+    def forward(self, x, idx, axis):
+        xp = get_array_module(x)
+        self.axis, self.in_shape = axis, x.shape
+        idx = check_index_range(xp, idx, x.shape[axis], self.name)
+        part = x[tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(idx.shape))]
+        self.idx = idx
+        return xp.take_along_axis(part, idx, axis=axis)
+
+    def backward(self, gy):
+        return GatherBackward.apply(gy, const(self.idx), axis=self.axis,
+                                    shape=self.in_shape), None
+
+
+class GatherBackward(Function):
+    name = "gather_backward"
+
+    def forward(self, g, idx, axis, shape):
+        self.axis = axis
+        xp = get_array_module(g)
+        lin = along_axis_linear_index(xp, idx, axis, shape)
+        size = int(np.prod(shape, dtype=np.int64))
+        return scatter_add_flat(xp, size, lin, g, g.dtype).reshape(shape)
+
+    def backward(self, gg):
+        return Gather.apply(gg, self.inputs[1], axis=self.axis), None
+
+
+def gather(x: Tensor, axis: int, index) -> Tensor:
+    """``torch.gather``: ``out[i][j] = x[index[i][j]][j]`` for ``axis=0`` (and so on).
+
+    ``index`` has ``x``'s number of dimensions and may be smaller than ``x`` on the other axes;
+    the output has ``index``'s shape.
+    """
+    axis = normalize_axis(axis, x.ndim, "gather")
+    idx = _index_array(index, x, "gather")
+    _check_along("gather", x.shape, idx, axis)
+    return Gather.apply(x, const(idx), axis=axis)
+
+
+class IndexSelect(Function):
+    name = "index_select"
+
+    def forward(self, x, idx, axis):
+        xp = get_array_module(x)
+        self.axis, self.n = axis, x.shape[axis]
+        self.idx = check_index_range(xp, idx, x.shape[axis], self.name)
+        return xp.take(x, self.idx, axis=axis)
+
+    def backward(self, gy):
+        return IndexSelectBackward.apply(gy, const(self.idx), axis=self.axis, n=self.n), None
+
+
+class IndexSelectBackward(Function):
+    name = "index_select_backward"
+
+    def forward(self, g, idx, axis, n):
+        self.axis = axis
+        xp = get_array_module(g)
+        front = xp.moveaxis(g, axis, 0)
+        out = scatter_add_rows(xp, n, idx, front, g.dtype)
+        return xp.moveaxis(out, 0, axis)
+
+    def backward(self, gg):
+        return IndexSelect.apply(gg, self.inputs[1], axis=self.axis), None
+
+
+def index_select(x: Tensor, axis: int, index) -> Tensor:
+    """Pick entries ``index`` (1-D integers, may repeat) along ``axis``."""
+    axis = normalize_axis(axis, x.ndim, "index_select")
+    idx = _index_array(index, x, "index_select")
+    if idx.ndim != 1:
+        raise op_error("index_select", "index must be 1-D", index_shape=idx.shape)
+    return IndexSelect.apply(x, const(idx), axis=axis)
+
+
+class ScatterAdd(Function):
+    name = "scatter_add"
+
+    def forward(self, x, idx, src, axis):
+        xp = get_array_module(x)
+        self.axis, self.src_shape = axis, src.shape
+        idx = check_index_range(xp, idx, x.shape[axis], self.name)
+        self.idx = idx
+        part = src[tuple(slice(0, n) for n in idx.shape)]
+        lin = along_axis_linear_index(xp, idx, axis, x.shape)
+        delta = scatter_add_flat(xp, x.size, lin, part, x.dtype).reshape(x.shape)
+        return x + delta
+
+    def backward(self, gy):
+        nx, _, nsrc = self.needs_input_grad
+        gsrc = None
+        if nsrc:
+            gsrc = Gather.apply(gy, const(self.idx), axis=self.axis)
+            if gsrc.shape != self.src_shape:
+                gsrc = pad(gsrc, [(0, s - n) for s, n in zip(self.src_shape, gsrc.shape)])
+        return (gy if nx else None), None, gsrc
+
+
+def scatter_add(x: Tensor, axis: int, index, src: Tensor) -> Tensor:
+    """Out-of-place ``torch.Tensor.scatter_add_``: ``out[index[i][j]][j] += src[i][j]`` for
+    ``axis=0``; repeated indices accumulate. ``index`` may be smaller than ``src``."""
+    axis = normalize_axis(axis, x.ndim, "scatter_add")
+    idx = _index_array(index, x, "scatter_add")
+    _check_along("scatter_add", x.shape, idx, axis, src.shape)
+    return ScatterAdd.apply(x, const(idx), src, axis=axis)
+
+
+class OneHot(Function):
+    name = "one_hot"
+
+    def forward(self, labels, num_classes):
+        xp = get_array_module(labels)
+        return (labels[..., None] == xp.arange(num_classes)).astype(float32)
+
+    def backward(self, gy):
+        return None
+
+
+def one_hot(labels, num_classes: int | None = None) -> Tensor:
+    """float32 one-hot encoding of integer ``labels`` (shape ``labels.shape + (num_classes,)``).
+
+    ``num_classes`` defaults to ``labels.max() + 1``. Not differentiable.
+    """
+    lab = labels.data if isinstance(labels, Tensor) else np.asarray(labels)
+    if lab.dtype.kind not in "iu":
+        raise op_error("one_hot", f"labels must be integers, got {lab.dtype}")
+    hi = int(lab.max()) if lab.size else -1
+    lo = int(lab.min()) if lab.size else 0
+    if num_classes is None:
+        num_classes = hi + 1
+    if lo < 0 or hi >= num_classes:
+        raise op_error("one_hot", f"labels in [{lo}, {hi}] do not fit num_classes={num_classes}")
+    return OneHot.apply(const(lab), num_classes=num_classes)

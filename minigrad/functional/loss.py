@@ -1,0 +1,585 @@
+"""Loss functions with PyTorch semantics, each one fused Function.
+
+Every loss computes and reduces in float32 (float64 for float64 input), so a float16 network gets
+a float32 loss (invariant 3). Class weights and ``pos_weight`` are constants (no gradient); the
+target gets a gradient wherever the loss is differentiable in it. Gradients are computed on
+arrays in one pass (no second derivative).
+"""
+
+from __future__ import annotations
+
+from .._backend import get_array_module
+from .._backend.dtypes import float32, float64, is_floating
+from ..autodiff.function import Function
+from ..tensor import Tensor
+from ._utils import op_error
+from .activation import (
+    ArrayBackward,
+    acc_dtype,
+    check_floating,
+    run_array_backward,
+    sum_to_array,
+)
+
+__all__ = [
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_similarity",
+    "cross_entropy", "kl_div", "l1_loss", "mse_loss", "nll_loss", "smooth_l1_loss",
+]
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _check_reduction(op, reduction, allowed=_REDUCTIONS):
+    if reduction not in allowed:
+        raise op_error(op, f"reduction must be one of {allowed}", reduction=repr(reduction))
+
+
+def _reduce(loss, reduction, denom=None):
+    if reduction == "none":
+        return loss
+    total = loss.sum()
+    if reduction == "sum":
+        return total
+    return total / (loss.size if denom is None else denom)
+
+
+def _coef(gy, reduction, denom):
+    """The upstream gradient each loss element receives (array, broadcastable)."""
+    return gy / denom if reduction == "mean" else gy
+
+
+def _data(t):
+    return t.data if isinstance(t, Tensor) else t
+
+
+def _as_tensor(t, like: Tensor):
+    if t is None or isinstance(t, Tensor):
+        return t
+    return Tensor(t, device=like.device)
+
+
+# --------------------------------------------------------------------------- class-index losses
+def _class_rows(x, axis):
+    """Move the class axis last and flatten: (M, C) rows and the per-row (target) shape."""
+    xp = get_array_module(x)
+    xm = xp.moveaxis(x, axis, -1) if axis != x.ndim - 1 else x
+    return xm.reshape(-1, xm.shape[-1]), xm.shape[:-1]
+
+
+def _unrows(g, x_shape, axis):
+    """Inverse of :func:`_class_rows` for a gradient of shape (M, C)."""
+    xp = get_array_module(g)
+    moved = x_shape[:axis] + x_shape[axis + 1:] + (x_shape[axis],)
+    g = g.reshape(moved)
+    return xp.moveaxis(g, -1, axis) if axis != len(x_shape) - 1 else g
+
+
+def _targets(op, t, rows_shape, classes, ignore_index, weight, dtype):
+    """Flattened safe targets, validity mask and per-row weights (zero where ignored)."""
+    xp = get_array_module(t)
+    if t.dtype.kind not in "iu":
+        raise op_error(op, "class-index target must be an integer tensor (or, for "
+                       "cross_entropy, class probabilities of the input's shape)",
+                       target_dtype=t.dtype, target_shape=t.shape)
+    if tuple(t.shape) != tuple(rows_shape):
+        raise op_error(op, "target shape must be the input shape without the class axis",
+                       target_shape=t.shape, expected=tuple(rows_shape))
+    t = t.reshape(-1)
+    valid = t != ignore_index
+    ts = xp.where(valid, t, 0)
+    if ts.size and bool(((ts < 0) | (ts >= classes)).any()):
+        raise op_error(op, f"target values must be in [0, {classes}) or ignore_index",
+                       ignore_index=ignore_index)
+    wt = valid.astype(dtype) if weight is None else weight.astype(dtype)[ts] * valid
+    return ts, valid, wt
+
+
+def _class_axis(x, axis):
+    if x.ndim == 1:
+        return 0
+    return axis % x.ndim
+
+
+class CrossEntropy(Function):
+    name = "cross_entropy"
+
+    def forward(self, x, target, weight, ignore_index, reduction, label_smoothing, axis):
+        check_floating("cross_entropy", x)
+        xp = get_array_module(x)
+        self.axis = axis = _class_axis(x, axis)
+        acc = acc_dtype(x.dtype)
+        z, rows_shape = _class_rows(x.astype(acc, copy=False), axis)
+        classes = z.shape[1]
+        m = z.max(axis=1, keepdims=True)
+        lse = m + xp.log(xp.exp(z - m).sum(axis=1, keepdims=True))
+        w = None if weight is None else weight.astype(acc)
+        eps = label_smoothing
+        self.probs = is_floating(target.dtype)
+        if self.probs:
+            if target.shape != x.shape:
+                raise op_error("cross_entropy", "probability targets must have the input's "
+                               "shape", input_shape=x.shape, target_shape=target.shape)
+            tp, _ = _class_rows(target.astype(acc, copy=False), axis)
+            if eps:
+                tp = tp * (1.0 - eps) + eps / classes
+            wtp = tp if w is None else tp * w
+            loss = -(wtp * (z - lse)).sum(axis=1)
+            denom = loss.size
+            self.save_for_backward(x, target, lse)
+        else:
+            ts, valid, wt = _targets("cross_entropy", target, rows_shape, classes,
+                                     ignore_index, weight, acc)
+            picked = z[xp.arange(ts.size), ts] - lse[:, 0]
+            loss = -wt * picked
+            if eps:
+                zsum = z.sum(axis=1) if w is None else z @ w
+                wsum = classes if w is None else w.sum()
+                smooth = (wsum * lse[:, 0] - zsum) * valid
+                loss = loss * (1.0 - eps) + smooth * (eps / classes)
+            denom = wt.sum()
+            self.save_for_backward(x, lse, ts, valid, wt)
+        self.w, self.eps, self.reduction, self.denom = w, eps, reduction, denom
+        return _reduce(loss.reshape(rows_shape), reduction, denom)
+
+    def backward(self, gy):
+        saved = [_data(t) for t in self.saved_tensors]
+        return run_array_backward(
+            CrossEntropyBackward, (gy,), self, saved=saved,
+            probs=self.probs, w=self.w, eps=self.eps, reduction=self.reduction,
+            denom=self.denom, axis=self.axis)
+
+
+class CrossEntropyBackward(ArrayBackward):
+    name = "cross_entropy_backward"
+
+    def compute(self, gy, needs, saved, probs, w, eps, reduction, denom, axis):
+        xp = get_array_module(gy)
+        x = saved[0]
+        z, _ = _class_rows(x.astype(gy.dtype, copy=False), axis)  # gy has the loss's dtype
+        c = _coef(gy, reduction, denom)
+        c = c.reshape(-1, 1) if reduction == "none" else c
+        out = []
+        if probs:
+            target, lse = saved[1], saved[2]
+            classes = z.shape[1]
+            tp, _ = _class_rows(target.astype(lse.dtype, copy=False), axis)
+            tp_s = tp * (1.0 - eps) + eps / classes if eps else tp
+            wtp = tp_s if w is None else tp_s * w
+            logp = z - lse
+            if needs[0]:
+                g = xp.exp(logp) * wtp.sum(axis=1, keepdims=True) - wtp
+                out.append(_unrows(g * c, x.shape, axis).astype(x.dtype, copy=False))
+            if needs[1]:
+                gt = -logp * (1.0 - eps) if w is None else -logp * w * (1.0 - eps)
+                out.append(_unrows(gt * c, x.shape, axis).astype(target.dtype, copy=False))
+            return tuple(out)
+        lse, ts, valid, wt = saved[1:]
+        classes = z.shape[1]
+        rows = z.shape[0]
+        a = wt * (1.0 - eps)
+        if eps:
+            a = a + valid * (eps / classes * (classes if w is None else w.sum()))
+        c_row = c.reshape(-1) if reduction == "none" else c
+        g = xp.exp(z - lse) * (a * c_row)[:, None]
+        g[xp.arange(rows), ts] -= wt * (1.0 - eps) * c_row
+        if eps:
+            shift = (valid * (eps / classes) * c_row)[:, None]
+            g -= shift if w is None else shift * w
+        out.append(_unrows(g, x.shape, axis).astype(x.dtype, copy=False))
+        return tuple(out)
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                  ignore_index: int = -100, reduction: str = "mean",
+                  label_smoothing: float = 0.0, axis: int = 1) -> Tensor:
+    """Softmax cross-entropy between logits and class indices or class probabilities.
+
+    Fuses log-softmax and the negative log-likelihood (PyTorch semantics): with ``reduction=
+    "mean"`` and class indices the sum is divided by the total weight of the non-ignored
+    targets; with probabilities by the number of rows.
+
+    Args:
+        input: logits (N, C), (N, C, d1, ...) or (C,); any float dtype (float32 math).
+        target: integer class indices of shape (N,) / (N, d1, ...) / (), or floating class
+            probabilities of the input's shape (these get a gradient too).
+        weight: optional (C,) class weights (constant).
+        ignore_index: target value that contributes neither loss nor gradient.
+        reduction: "mean", "sum" or "none".
+        label_smoothing: epsilon in [0, 1]; mixes the target with the uniform distribution.
+        axis: the class axis (1 by default, as in PyTorch and MegEngine).
+
+    Returns:
+        The loss, float32 (float64 for float64 input).
+    """
+    _check_reduction("cross_entropy", reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise op_error("cross_entropy", "label_smoothing must be in [0, 1]",
+                       label_smoothing=label_smoothing)
+    target = _as_tensor(target, input)
+    return CrossEntropy.apply(input, target, weight=_data(weight), ignore_index=ignore_index,
+                              reduction=reduction, label_smoothing=float(label_smoothing),
+                              axis=axis)
+
+
+class NllLoss(Function):
+    name = "nll_loss"
+
+    def forward(self, x, target, weight, ignore_index, reduction):
+        check_floating("nll_loss", x)
+        xp = get_array_module(x)
+        self.axis = axis = _class_axis(x, 1)
+        acc = acc_dtype(x.dtype)
+        z, rows_shape = _class_rows(x, axis)
+        ts, _, wt = _targets("nll_loss", target, rows_shape, z.shape[1], ignore_index,
+                             weight, acc)
+        picked = z[xp.arange(ts.size), ts].astype(acc)
+        self.ts, self.wt, self.reduction, self.denom = ts, wt, reduction, wt.sum()
+        self.x_meta = (x.shape, x.dtype)
+        return _reduce((-wt * picked).reshape(rows_shape), reduction, self.denom)
+
+    def backward(self, gy):
+        return run_array_backward(NllLossBackward, (gy,), self, ts=self.ts,
+                                  wt=self.wt, reduction=self.reduction, denom=self.denom,
+                                  x_meta=self.x_meta, axis=self.axis)
+
+
+class NllLossBackward(ArrayBackward):
+    name = "nll_loss_backward"
+
+    def compute(self, gy, needs, ts, wt, reduction, denom, x_meta, axis):
+        xp = get_array_module(gy)
+        shape, dtype = x_meta
+        c = _coef(gy, reduction, denom)
+        c = c.reshape(-1) if reduction == "none" else c
+        g = xp.zeros((ts.size, shape[axis]), dtype=wt.dtype)
+        g[xp.arange(ts.size), ts] = -wt * c
+        return (_unrows(g, shape, axis).astype(dtype, copy=False),)
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+             ignore_index: int = -100, reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood of log-probabilities ``input`` (N, C, ...) at class ``target``.
+
+    Args:
+        input: log-probabilities, class axis 1 (or 0 for a 1-D input).
+        target: integer class indices, the input's shape without the class axis.
+        weight: optional (C,) class weights (constant).
+        ignore_index: target value that is skipped.
+        reduction: "mean" (divided by the total weight of non-ignored targets), "sum", "none".
+
+    Returns:
+        The loss in float32 (float64 for float64 input).
+    """
+    _check_reduction("nll_loss", reduction)
+    target = _as_tensor(target, input)
+    return NllLoss.apply(input, target, weight=_data(weight), ignore_index=ignore_index,
+                         reduction=reduction)
+
+
+# --------------------------------------------------------------------------- pointwise losses
+class _Pointwise(Function):
+    """A loss ``f(input, target)`` elementwise (broadcasting), reduced; ``_grad`` gives
+    d loss / d input and d loss / d target per element."""
+
+    def forward(self, x, t, reduction, **params):
+        check_floating(self.name, x)
+        acc = float64 if float64 in (x.dtype, t.dtype) else float32
+        xf, tf = x.astype(acc, copy=False), t.astype(acc, copy=False)
+        self.params, self.reduction = params, reduction
+        loss = self._loss(xf, tf, **params)
+        self.denom = loss.size
+        self.save_for_backward(x, t)
+        return _reduce(loss, reduction)
+
+    def backward(self, gy):
+        x, t = [_data(v) for v in self.saved_tensors]
+        return run_array_backward(PointwiseBackward, (gy,), self, fn=self,
+                                  x=x, t=t)
+
+
+class PointwiseBackward(ArrayBackward):
+    name = "loss_backward"
+
+    def compute(self, gy, needs, fn, x, t):
+        acc = gy.dtype
+        xf = x.astype(acc, copy=False)
+        tf = t.astype(acc, copy=False)
+        c = _coef(gy, fn.reduction, fn.denom)
+        gx, gt = fn._grad(xf, tf, needs, **fn.params)
+        out = []
+        if needs[0]:
+            out.append(sum_to_array(gx * c, x.shape).astype(x.dtype, copy=False))
+        if needs[1]:
+            out.append(sum_to_array(gt * c, t.shape).astype(t.dtype, copy=False))
+        return tuple(out)
+
+
+class MseLoss(_Pointwise):
+    name = "mse_loss"
+
+    def _loss(self, x, t):
+        d = x - t
+        return d * d
+
+    def _grad(self, x, t, needs):
+        d = 2.0 * (x - t)
+        return d, -d
+
+
+class L1Loss(_Pointwise):
+    name = "l1_loss"
+
+    def _loss(self, x, t):
+        return get_array_module(x).abs(x - t)
+
+    def _grad(self, x, t, needs):
+        s = get_array_module(x).sign(x - t)
+        return s, -s
+
+
+class SmoothL1Loss(_Pointwise):
+    name = "smooth_l1_loss"
+
+    def _loss(self, x, t, beta):
+        xp = get_array_module(x)
+        d = xp.abs(x - t)
+        if beta == 0:
+            return d
+        return xp.where(d < beta, (0.5 / beta) * d * d, d - 0.5 * beta)
+
+    def _grad(self, x, t, needs, beta):
+        xp = get_array_module(x)
+        d = x - t
+        g = xp.sign(d) if beta == 0 else xp.where(xp.abs(d) < beta, d / beta, xp.sign(d))
+        return g, -g
+
+
+class BinaryCrossEntropy(_Pointwise):
+    name = "binary_cross_entropy"
+
+    @staticmethod
+    def _logs(p):
+        xp = get_array_module(p)
+        # log(0) is clamped at -100 like PyTorch; the tiny floor avoids log(0) warnings.
+        logp = xp.maximum(xp.log(xp.maximum(p, 1e-45)), -100.0)
+        log1mp = xp.maximum(xp.log(xp.maximum(1.0 - p, 1e-45)), -100.0)
+        return logp, log1mp
+
+    def _loss(self, p, t, weight):
+        logp, log1mp = self._logs(p)
+        loss = -(t * logp + (1.0 - t) * log1mp)
+        return loss if weight is None else loss * weight.astype(loss.dtype)
+
+    def _grad(self, p, t, needs, weight):
+        xp = get_array_module(p)
+        gp = gt = None
+        if needs[0]:
+            gp = (p - t) / xp.maximum(p * (1.0 - p), 1e-12)
+        if needs[1]:
+            logp, log1mp = self._logs(p)
+            gt = log1mp - logp
+        if weight is not None:
+            w = weight.astype(p.dtype)
+            gp = None if gp is None else gp * w
+            gt = None if gt is None else gt * w
+        return gp, gt
+
+
+class BinaryCrossEntropyWithLogits(_Pointwise):
+    name = "binary_cross_entropy_with_logits"
+
+    @staticmethod
+    def _softplus_neg(x):
+        xp = get_array_module(x)
+        return xp.log1p(xp.exp(-xp.abs(x))) + xp.maximum(-x, 0.0)
+
+    def _loss(self, x, t, weight, pos_weight):
+        sp = self._softplus_neg(x)
+        if pos_weight is not None:
+            sp = sp * (1.0 + (pos_weight.astype(x.dtype) - 1.0) * t)
+        loss = (1.0 - t) * x + sp
+        return loss if weight is None else loss * weight.astype(loss.dtype)
+
+    def _grad(self, x, t, needs, weight, pos_weight):
+        xp = get_array_module(x)
+        sp = self._softplus_neg(x)
+        pw = None if pos_weight is None else pos_weight.astype(x.dtype)
+        gx = gt = None
+        if needs[0]:
+            sig_neg = xp.exp(-(sp + x))  # sigmoid(-x) without overflow: sp + x = softplus(x)
+            lw = 1.0 if pw is None else 1.0 + (pw - 1.0) * t
+            gx = (1.0 - t) - lw * sig_neg
+        if needs[1]:
+            gt = -x if pw is None else -x + (pw - 1.0) * sp
+        if weight is not None:
+            w = weight.astype(x.dtype)
+            gx = None if gx is None else gx * w
+            gt = None if gt is None else gt * w
+        return gx, gt
+
+
+class KlDiv(_Pointwise):
+    name = "kl_div"
+
+    def _loss(self, x, t, log_target):
+        xp = get_array_module(x)
+        if log_target:
+            return xp.exp(t) * (t - x)
+        pos = t > 0
+        return xp.where(pos, t * xp.log(xp.where(pos, t, 1.0)), 0.0) - t * x
+
+    def _grad(self, x, t, needs, log_target):
+        xp = get_array_module(x)
+        if log_target:
+            et = xp.exp(t)
+            return -et, et * (t - x + 1.0)
+        return -t, xp.log(xp.where(t > 0, t, 1.0)) + 1.0 - x
+
+
+def _pointwise(cls, op, input, target, reduction, **params):
+    _check_reduction(op, reduction)
+    target = _as_tensor(target, input)
+    return cls.apply(input, target, reduction=reduction, **params)
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Mean squared error ``(input - target) ** 2``, reduced in float32.
+
+    Args:
+        input, target: broadcastable floating Tensors; both get gradients.
+        reduction: "mean", "sum" or "none".
+
+    Returns:
+        The loss in float32 (float64 for float64 input).
+    """
+    return _pointwise(MseLoss, "mse_loss", input, target, reduction)
+
+
+def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Mean absolute error ``|input - target|`` (gradient ``sign``, 0 at a tie)."""
+    return _pointwise(L1Loss, "l1_loss", input, target, reduction)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean",
+                   beta: float = 1.0) -> Tensor:
+    """Huber-like loss: ``0.5 d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta``.
+
+    Args:
+        input, target: broadcastable floating Tensors.
+        reduction: "mean", "sum" or "none".
+        beta: the switch point (``beta == 0`` gives the L1 loss).
+    """
+    if beta < 0:
+        raise op_error("smooth_l1_loss", "beta must be non-negative", beta=beta)
+    return _pointwise(SmoothL1Loss, "smooth_l1_loss", input, target, reduction, beta=beta)
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                         reduction: str = "mean") -> Tensor:
+    """Binary cross-entropy of probabilities ``input`` in [0, 1]; each log is clamped at -100.
+
+    Always computed in float32 (unsafe in float16); prefer
+    :func:`binary_cross_entropy_with_logits`.
+
+    Args:
+        input: probabilities.
+        target: targets in [0, 1] of the same shape (gets a gradient when it requires one).
+        weight: optional constant rescaling, broadcast to the input.
+        reduction: "mean", "sum" or "none".
+    """
+    return _pointwise(BinaryCrossEntropy, "binary_cross_entropy", input, target, reduction,
+                      weight=_data(weight))
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,
+                                     weight: Tensor | None = None,
+                                     pos_weight: Tensor | None = None,
+                                     reduction: str = "mean") -> Tensor:
+    """Sigmoid + binary cross-entropy in one stable expression (log-sum-exp trick).
+
+    Args:
+        input: logits.
+        target: targets in [0, 1], same shape.
+        weight: optional constant rescaling, broadcast to the input.
+        pos_weight: optional constant weight of positive examples, broadcast along the last
+            (class) dimension.
+        reduction: "mean", "sum" or "none".
+    """
+    return _pointwise(BinaryCrossEntropyWithLogits, "binary_cross_entropy_with_logits", input,
+                      target, reduction, weight=_data(weight), pos_weight=_data(pos_weight))
+
+
+def kl_div(input: Tensor, target: Tensor, reduction: str = "mean",
+           log_target: bool = False) -> Tensor:
+    """Kullback-Leibler divergence ``target * (log(target) - input)`` with log-prob ``input``.
+
+    Args:
+        input: log-probabilities.
+        target: probabilities (log-probabilities if ``log_target``); ``0 * log 0`` is 0.
+        reduction: "mean" (over all elements), "batchmean" (sum / batch size, the
+            mathematically correct KL), "sum" or "none".
+        log_target: whether ``target`` is given in log space.
+    """
+    _check_reduction("kl_div", reduction, _REDUCTIONS + ("batchmean",))
+    target = _as_tensor(target, input)
+    red = "sum" if reduction == "batchmean" else reduction
+    out = KlDiv.apply(input, target, reduction=red, log_target=bool(log_target))
+    if reduction == "batchmean" and input.ndim > 0:
+        out = out / input.shape[0]
+    return out
+
+
+# --------------------------------------------------------------------------- similarity
+class CosineSimilarity(Function):
+    name = "cosine_similarity"
+
+    def forward(self, a, b, axis, eps):
+        check_floating("cosine_similarity", a)
+        xp = get_array_module(a)
+        acc = acc_dtype(xp.result_type(a.dtype, b.dtype))
+        # Broadcast first (PyTorch): norms are taken over the broadcast vectors.
+        af, bf = xp.broadcast_arrays(a.astype(acc, copy=False), b.astype(acc, copy=False))
+        na = xp.sqrt((af * af).sum(axis=axis, keepdims=True))
+        nb = xp.sqrt((bf * bf).sum(axis=axis, keepdims=True))
+        # Each norm is clamped on its own (PyTorch >= 1.12), which keeps the result in [-1, 1].
+        cna, cnb = xp.maximum(na, eps), xp.maximum(nb, eps)
+        cos = (af * bf).sum(axis=axis, keepdims=True) / (cna * cnb)
+        self.axis = axis
+        self.save_for_backward(a, b, na, nb, cna, cnb, cos)
+        return xp.squeeze(cos, axis=axis).astype(xp.result_type(a.dtype, b.dtype), copy=False)
+
+    def backward(self, gy):
+        saved = [_data(t) for t in self.saved_tensors]
+        return run_array_backward(CosineSimilarityBackward, (gy,), self,
+                                  saved=saved, axis=self.axis)
+
+
+class CosineSimilarityBackward(ArrayBackward):
+    name = "cosine_similarity_backward"
+
+    def compute(self, gy, needs, saved, axis):
+        xp = get_array_module(gy)
+        a, b, na, nb, cna, cnb, cos = saved
+        acc = cos.dtype
+        g = xp.expand_dims(gy.astype(acc, copy=False), axis)
+        af, bf = xp.broadcast_arrays(a.astype(acc, copy=False), b.astype(acc, copy=False))
+        out = []
+        if needs[0]:
+            ga = bf / (cna * cnb) - cos * af / (cna * xp.where(na > 0, na, 1.0))
+            out.append(sum_to_array(g * ga, a.shape).astype(a.dtype, copy=False))
+        if needs[1]:
+            gb = af / (cna * cnb) - cos * bf / (cnb * xp.where(nb > 0, nb, 1.0))
+            out.append(sum_to_array(g * gb, b.shape).astype(b.dtype, copy=False))
+        return tuple(out)
+
+
+def cosine_similarity(a: Tensor, b: Tensor, axis: int = 1, eps: float = 1e-8) -> Tensor:
+    """Cosine of the angle between ``a`` and ``b`` along ``axis`` (broadcasting).
+
+    ``sum(a * b) / (max(|a|, eps) * max(|b|, eps))``, computed in float32.
+
+    Returns:
+        A Tensor with ``axis`` removed, in the inputs' dtype.
+    """
+    b = _as_tensor(b, a)
+    return CosineSimilarity.apply(a, b, axis=axis, eps=eps)

@@ -1,0 +1,86 @@
+"""``F.nn``: MegEngine's namespace for the neural-network ops.
+
+``F.nn.cross_entropy(logits, label)`` works as in MegEngine (``with_logits`` and
+``label_smooth`` are accepted); every other ``minigrad.functional`` op is reachable here too
+(``F.nn.relu``, ``F.nn.linear``...), so MegEngine code ports without renaming.
+"""
+
+from __future__ import annotations
+
+from ..tensor import Tensor
+from .activation import log_softmax, softmax
+from .attention import scaled_dot_product_attention
+from .loss import binary_cross_entropy as _bce
+from .loss import (
+    binary_cross_entropy_with_logits,
+    cosine_similarity,
+    kl_div,
+    l1_loss,
+    mse_loss,
+    nll_loss,
+    smooth_l1_loss,
+)
+from .loss import cross_entropy as _cross_entropy
+from .normalization import batch_norm, group_norm, layer_norm
+from .recurrent import gru_cell, lstm_cell, rnn_tanh_cell
+from .sparse import dropout, embedding
+
+__all__ = [
+    "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+    "cosine_similarity", "cross_entropy", "dropout", "embedding", "group_norm", "gru_cell",
+    "kl_div", "l1_loss", "layer_norm", "log_softmax", "logsoftmax", "lstm_cell", "mse_loss",
+    "nll_loss", "rnn_tanh_cell", "scaled_dot_product_attention", "smooth_l1_loss", "softmax",
+    "square_loss",
+]
+
+logsoftmax = log_softmax  # MegEngine spelling
+square_loss = mse_loss  # MegEngine spelling
+
+
+def cross_entropy(pred: Tensor, label: Tensor, axis: int = 1, with_logits: bool = True,
+                  label_smooth: float = 0.0, reduction: str = "mean", **kwargs) -> Tensor:
+    """Cross-entropy with MegEngine's signature (PyTorch keywords also accepted).
+
+    Args:
+        pred: logits (or probabilities when ``with_logits=False``), class axis ``axis``.
+        label: integer class indices (or class probabilities of ``pred``'s shape).
+        axis: the class axis.
+        with_logits: False when ``pred`` already holds probabilities.
+        label_smooth: label-smoothing epsilon (PyTorch's ``label_smoothing``).
+        reduction: "mean", "sum" or "none".
+        **kwargs: ``weight``, ``ignore_index``, ``label_smoothing`` as in
+            :func:`minigrad.functional.cross_entropy`.
+    """
+    smoothing = kwargs.pop("label_smoothing", label_smooth)
+    if not with_logits:
+        from .elementwise import log
+
+        pred = log(pred)
+    return _cross_entropy(pred, label, reduction=reduction, label_smoothing=smoothing,
+                          axis=axis, **kwargs)
+
+
+def binary_cross_entropy(pred: Tensor, label: Tensor, with_logits: bool = True,
+                         reduction: str = "mean", **kwargs) -> Tensor:
+    """Binary cross-entropy with MegEngine's signature: ``pred`` holds logits by default.
+
+    Args:
+        pred: logits, or probabilities when ``with_logits=False``.
+        label: targets in [0, 1].
+        with_logits: apply the (stable) sigmoid inside the loss.
+        reduction: "mean", "sum" or "none".
+        **kwargs: ``weight`` (and ``pos_weight`` with logits).
+    """
+    if with_logits:
+        return binary_cross_entropy_with_logits(pred, label, reduction=reduction, **kwargs)
+    return _bce(pred, label, reduction=reduction, **kwargs)
+
+
+def __getattr__(name):
+    # Everything else in F (relu, linear, conv2d...) under its own name, resolved lazily so the
+    # families other modules provide need no list here.
+    from .. import functional
+
+    if name.startswith("__") or name not in getattr(functional, "__dict__", {}):
+        raise AttributeError(f"module 'minigrad.functional.nn' has no attribute {name!r}")
+    return getattr(functional, name)

@@ -1,0 +1,250 @@
+"""Normalization layers' functional forms: batch_norm, layer_norm, group_norm.
+
+Statistics are computed in float32 (float64 for float64 input) whatever the input dtype
+(invariant 3) and the output has the input's dtype, so a float16 activation can be normalised with
+float32 running statistics and affine parameters (MegEngine's and MindSpore's AMP rule for
+BatchNorm). The forward saves the input and the per-group mean / inverse std, not the normalised
+activation, so a float16 model keeps float16-sized activations for backward.
+"""
+
+from __future__ import annotations
+
+from .._backend import get_array_module
+from ..autodiff.function import Function
+from ..tensor import Tensor
+from ._utils import op_error
+from .activation import ArrayBackward, acc_dtype, check_floating, run_array_backward
+
+__all__ = ["batch_norm", "group_norm", "layer_norm"]
+
+
+def _stats(xf, axes, eps):
+    """Mean and inverse standard deviation (biased variance) over ``axes``, kept as dims."""
+    xp = get_array_module(xf)
+    mean = xf.mean(axis=axes, keepdims=True)
+    centered = xf - mean
+    var = (centered * centered).mean(axis=axes, keepdims=True)
+    return mean, var, 1.0 / xp.sqrt(var + eps)
+
+
+def _normalize_grad(gxhat, xhat, invstd, axes):
+    """d/dx of ``xhat = (x - mean(x)) * invstd`` given d/dxhat, over the statistics' axes."""
+    inv_n = invstd.size / gxhat.size  # 1 / (elements per statistic)
+    m1 = gxhat.sum(axis=axes, keepdims=True) * inv_n
+    m2 = (gxhat * xhat).sum(axis=axes, keepdims=True) * inv_n
+    return invstd * (gxhat - m1 - xhat * m2)
+
+
+def _affine_grads(gyf, xhat, w, b, param_axes, needs_w, needs_b):
+    out = []
+    if needs_w:
+        out.append(((gyf * xhat).sum(axis=param_axes)).reshape(w.shape).astype(w.dtype))
+    if needs_b:
+        out.append(gyf.sum(axis=param_axes).reshape(b.shape).astype(b.dtype))
+    return out
+
+
+# --------------------------------------------------------------------------- batch norm
+class BatchNorm(Function):
+    name = "batch_norm"
+
+    def forward(self, x, weight, bias, running_mean, running_var, training, momentum, eps):
+        check_floating("batch_norm", x)
+        if x.ndim < 2:
+            raise op_error("batch_norm", "expects (N, C) or (N, C, *) input", shape=x.shape)
+        c = x.shape[1]
+        self.axes = axes = (0,) + tuple(range(2, x.ndim))
+        self.pshape = pshape = (1, c) + (1,) * (x.ndim - 2)
+        xf = x.astype(acc_dtype(x.dtype), copy=False)
+        self.training = training
+        if training:
+            n = x.size // c
+            if n <= 1:
+                raise op_error("batch_norm", "needs more than one value per channel when "
+                               "training; use a larger batch or training=False", shape=x.shape)
+            mean, var, invstd = _stats(xf, axes, eps)
+            if running_mean is not None:
+                _update(running_mean, mean, momentum)
+            if running_var is not None:
+                _update(running_var, var * (n / (n - 1)), momentum)
+        else:
+            if running_mean is None or running_var is None:
+                raise op_error("batch_norm", "training=False needs running_mean and "
+                               "running_var; pass them or use training=True", shape=x.shape)
+            mean = running_mean.data.astype(xf.dtype).reshape(pshape)
+            invstd = 1.0 / get_array_module(xf).sqrt(
+                running_var.data.astype(xf.dtype).reshape(pshape) + eps)
+        scale = invstd if weight is None else invstd * weight.astype(xf.dtype).reshape(pshape)
+        shift = -mean * scale
+        if bias is not None:
+            shift = shift + bias.astype(xf.dtype).reshape(pshape)
+        self.save_for_backward(x, weight, mean, invstd)
+        return (xf * scale + shift).astype(x.dtype, copy=False)
+
+    def backward(self, gy):
+        x, w, mean, invstd = [t.data if isinstance(t, Tensor) else t for t in self.saved_tensors]
+        b = self.inputs[2]
+        return run_array_backward(
+            BatchNormBackward, (gy,), self, x=x, w=w,
+            b=b.data if isinstance(b, Tensor) else None, mean=mean, invstd=invstd,
+            axes=self.axes, pshape=self.pshape, training=self.training)
+
+
+def _update(running, stat, momentum):
+    # In place on the caller's array, with a version bump (nn.BatchNorm's buffers).
+    new = running.data * (1.0 - momentum) + stat.reshape(running.shape) * momentum
+    running._set_data_(new.astype(running.dtype, copy=False))
+
+
+class BatchNormBackward(ArrayBackward):
+    name = "batch_norm_backward"
+
+    def compute(self, gy, needs, x, w, b, mean, invstd, axes, pshape, training):
+        gyf = gy.astype(invstd.dtype, copy=False)
+        xhat = (x.astype(invstd.dtype, copy=False) - mean) * invstd
+        out = []
+        if needs[0]:
+            gxhat = gyf if w is None else gyf * w.astype(gyf.dtype).reshape(pshape)
+            if training:
+                gx = _normalize_grad(gxhat, xhat, invstd, axes)
+            else:  # running statistics are constants
+                gx = gxhat * invstd
+            out.append(gx.astype(x.dtype, copy=False))
+        out += _affine_grads(gyf, xhat, w, b, axes, needs[1], needs[2])
+        return tuple(out)
+
+
+def batch_norm(x: Tensor, running_mean: Tensor | None, running_var: Tensor | None,
+               weight: Tensor | None = None, bias: Tensor | None = None,
+               training: bool = False, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Batch normalization over (N, C) or (N, C, *) input, with PyTorch semantics.
+
+    In training, the batch statistics normalise the input (biased variance) and the running
+    statistics are updated in place: ``running = (1 - momentum) * running + momentum * stat``
+    with the unbiased variance. In evaluation the running statistics are used.
+
+    Args:
+        x: input; float16/bfloat16 input is normalised in float32 and returned in its dtype.
+        running_mean, running_var: (C,) buffers (may be float32 while ``x`` is float16), or
+            None in training to skip the update.
+        weight, bias: optional (C,) affine parameters.
+        training: use batch statistics and update the running ones.
+        momentum: running-statistics update factor.
+        eps: added to the variance.
+
+    Returns:
+        A Tensor of ``x``'s shape and dtype.
+    """
+    c = x.shape[1] if x.ndim >= 2 else None
+    for label, t in (("running_mean", running_mean), ("running_var", running_var),
+                     ("weight", weight), ("bias", bias)):
+        if t is not None and t.size != c:
+            raise op_error("batch_norm", f"{label} must have C = x.shape[1] elements",
+                           x_shape=x.shape, **{f"{label}_shape": t.shape})
+    return BatchNorm.apply(x, weight, bias, running_mean=running_mean, running_var=running_var,
+                           training=bool(training), momentum=momentum, eps=eps)
+
+
+# --------------------------------------------------------------------------- layer / group norm
+class _GroupedNorm(Function):
+    """Normalise ``x`` reshaped to ``gshape`` over ``axes``; affine parameters of ``pshape``."""
+
+    def forward(self, x, weight, bias, gshape, axes, pshape, eps):
+        check_floating(self.name, x)
+        xf = x.astype(acc_dtype(x.dtype), copy=False).reshape(gshape)
+        mean, _, invstd = _stats(xf, axes, eps)
+        y = ((xf - mean) * invstd).reshape(x.shape)
+        if weight is not None:
+            y *= weight.astype(y.dtype).reshape(pshape)
+        if bias is not None:
+            y += bias.astype(y.dtype).reshape(pshape)
+        self.gshape, self.axes, self.pshape = gshape, axes, pshape
+        self.save_for_backward(x, weight, mean, invstd)
+        return y.astype(x.dtype, copy=False)
+
+    def backward(self, gy):
+        x, w, mean, invstd = [t.data if isinstance(t, Tensor) else t for t in self.saved_tensors]
+        b = self.inputs[2]
+        return run_array_backward(
+            GroupedNormBackward, (gy,), self, x=x, w=w,
+            b=b.data if isinstance(b, Tensor) else None, mean=mean, invstd=invstd,
+            gshape=self.gshape, axes=self.axes, pshape=self.pshape, name=self.name)
+
+
+class GroupedNormBackward(ArrayBackward):
+    name = "norm_backward"
+
+    def compute(self, gy, needs, x, w, b, mean, invstd, gshape, axes, pshape, name):
+        self.name = name + "_backward"
+        gyf = gy.astype(invstd.dtype, copy=False)
+        xhat = ((x.astype(invstd.dtype, copy=False).reshape(gshape) - mean) * invstd
+                ).reshape(x.shape)
+        out = []
+        if needs[0]:
+            gxhat = gyf if w is None else gyf * w.astype(gyf.dtype).reshape(pshape)
+            gx = _normalize_grad(gxhat.reshape(gshape), xhat.reshape(gshape), invstd, axes)
+            out.append(gx.reshape(x.shape).astype(x.dtype, copy=False))
+        param_axes = tuple(i for i, s in enumerate(pshape) if s == 1)
+        out += _affine_grads(gyf, xhat, w, b, param_axes, needs[1], needs[2])
+        return tuple(out)
+
+
+class LayerNorm(_GroupedNorm):
+    name = "layer_norm"
+
+
+class GroupNorm(_GroupedNorm):
+    name = "group_norm"
+
+
+def layer_norm(x: Tensor, normalized_shape, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Layer normalization over the trailing ``normalized_shape`` dimensions.
+
+    Args:
+        x: input of shape (*, *normalized_shape); statistics are computed in float32.
+        normalized_shape: an int or tuple, the trailing dims to normalise over.
+        weight, bias: optional affine parameters of shape ``normalized_shape``.
+        eps: added to the variance.
+
+    Returns:
+        A Tensor of ``x``'s shape and dtype.
+    """
+    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(ns)
+    if k == 0 or k > x.ndim or tuple(x.shape[x.ndim - k:]) != ns:
+        raise op_error("layer_norm", "normalized_shape must equal the trailing dims of x",
+                       x_shape=x.shape, normalized_shape=ns)
+    for label, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != ns:
+            raise op_error("layer_norm", f"{label} must have shape normalized_shape",
+                           normalized_shape=ns, **{f"{label}_shape": t.shape})
+    axes = tuple(range(x.ndim - k, x.ndim))
+    pshape = (1,) * (x.ndim - k) + ns
+    return LayerNorm.apply(x, weight, bias, gshape=x.shape, axes=axes, pshape=pshape, eps=eps)
+
+
+def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None,
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Group normalization of (N, C, *) input: channels split into ``num_groups`` groups.
+
+    Args:
+        x: input of shape (N, C, *); C must be divisible by ``num_groups``.
+        num_groups: number of channel groups, each normalised with its own statistics.
+        weight, bias: optional per-channel (C,) affine parameters.
+        eps: added to the variance.
+
+    Returns:
+        A Tensor of ``x``'s shape and dtype.
+    """
+    if x.ndim < 2 or x.shape[1] % num_groups:
+        raise op_error("group_norm", "expects (N, C, *) input with C divisible by num_groups",
+                       x_shape=x.shape, num_groups=num_groups)
+    c = x.shape[1]
+    for label, t in (("weight", weight), ("bias", bias)):
+        if t is not None and t.size != c:
+            raise op_error("group_norm", f"{label} must have C = x.shape[1] elements",
+                           x_shape=x.shape, **{f"{label}_shape": t.shape})
+    gshape = (x.shape[0], num_groups, -1)
+    pshape = (1, c) + (1,) * (x.ndim - 2)
+    return GroupNorm.apply(x, weight, bias, gshape=gshape, axes=(2,), pshape=pshape, eps=eps)

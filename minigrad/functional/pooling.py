@@ -1,0 +1,318 @@
+"""Pooling over NCHW input: max_pool2d, avg_pool2d, adaptive_avg_pool2d.
+
+Ops loop over the kh*kw kernel offsets only: offset (i, j) of all windows at once is one strided
+slice of the padded input, so each step is a vectorised op over (N, C, OH, OW) and no window copy
+is made (cheaper than im2col + argmax over a tiny trailing axis). Max pooling routes gradients
+with flat-index scatters instead of masks: exact for inf/NaN, and NumPy's masked selects are slow. Each forward has a dedicated backward
+op whose own backward is the forward again (the two are adjoint), so double backward works.
+Averages accumulate in float32 for float16/bfloat16 and round once (invariant 3).
+"""
+
+from __future__ import annotations
+
+from .._backend import get_array_module, kernels
+from .._backend.dtypes import float32, is_low_precision
+from ..autodiff.function import Function
+from ..tensor import Tensor
+from ._utils import op_error
+
+__all__ = ["adaptive_avg_pool2d", "avg_pool2d", "max_pool2d"]
+
+
+def _acc_dtype(dtype):
+    return float32 if is_low_precision(dtype) else dtype
+
+
+def _pad2d(x, ph, pw, value):
+    if not ph and not pw:
+        return x
+    xp = get_array_module(x)
+    n, c, h, w = x.shape
+    out = xp.full((n, c, h + 2 * ph, w + 2 * pw), value, dtype=x.dtype)
+    out[:, :, ph:ph + h, pw:pw + w] = x
+    return out
+
+
+def _offsets(kernel, stride, out_hw):
+    """For each kernel offset: its flat index and the slice of the padded input it covers."""
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            yield i * kernel[1] + j, (slice(None), slice(None),
+                                      slice(i, i + stride[0] * (out_hw[0] - 1) + 1, stride[0]),
+                                      slice(j, j + stride[1] * (out_hw[1] - 1) + 1, stride[1]))
+
+
+def _crop(acc, in_hw, padding, dtype):
+    ph, pw = padding
+    xp = get_array_module(acc)
+    return xp.ascontiguousarray(acc[:, :, ph:ph + in_hw[0], pw:pw + in_hw[1]], dtype=dtype)
+
+
+# ----------------------------------------------------------------------------- max pooling
+class MaxPool2d(Function):
+    name = "max_pool2d"
+
+    def forward(self, x, kernel, stride, padding, out_hw):
+        xp = get_array_module(x)
+        lowest = xp.iinfo(x.dtype).min if x.dtype.kind in "iu" else -xp.inf
+        xpad = _pad2d(x, padding[0], padding[1], lowest)
+        offsets = _offsets(kernel, stride, out_hw)
+        _, sl = next(offsets)
+        best = xpad[sl].copy()
+        # Index of the window's maximum (kernel offset i*kw + j), small to keep memory low.
+        idx = xp.zeros(best.shape, dtype=xp.int8 if kernel[0] * kernel[1] < 128 else xp.int32)
+        for k, sl in offsets:
+            v = xpad[sl]
+            upd = v > best  # strict: the first maximum wins, as in PyTorch
+            idx += upd * (k - idx)  # branch-free select (masked copies are slow in NumPy)
+            best = xp.maximum(best, v)  # propagates NaN
+        self.idx = idx
+        self.cfg = {"kernel": kernel, "stride": stride, "padding": padding, "out_hw": out_hw}
+        self.in_hw = x.shape[2:]
+        return best
+
+    def backward(self, gy):
+        return MaxPool2dBackward.apply(gy, idx=self.idx, in_hw=self.in_hw, **self.cfg)
+
+
+def _argmax_flat_index(idx, kernel, stride, padded_hw):
+    """Flat index into the padded (N, C, Hp, Wp) input of every window's maximum."""
+    xp = get_array_module(idx)
+    n, c, oh, ow = idx.shape
+    hp, wp = padded_hw
+    table = xp.asarray([i * wp + j for i in range(kernel[0]) for j in range(kernel[1])],
+                       dtype=xp.int64)
+    base = ((xp.arange(n * c, dtype=xp.int64) * (hp * wp)).reshape(n, c, 1, 1)
+            + (xp.arange(oh, dtype=xp.int64) * (stride[0] * wp)).reshape(oh, 1)
+            + xp.arange(ow, dtype=xp.int64) * stride[1])
+    return base + table[idx]
+
+
+class MaxPool2dBackward(Function):
+    """Route each output gradient to the input element that was the window's maximum."""
+
+    name = "max_pool2d_backward"
+
+    def forward(self, gy, idx, kernel, stride, padding, out_hw, in_hw):
+        xp = get_array_module(gy)
+        self.idx, self.cfg = idx, {"kernel": kernel, "stride": stride, "padding": padding,
+                                   "out_hw": out_hw}
+        n, c = gy.shape[:2]
+        hp, wp = in_hw[0] + 2 * padding[0], in_hw[1] + 2 * padding[1]
+        lin = _argmax_flat_index(idx, kernel, stride, (hp, wp))
+        acc = xp.zeros(n * c * hp * wp, dtype=_acc_dtype(gy.dtype))
+        # Windows whose output positions differ by ceil(k/s) rows or columns are disjoint, so
+        # each such phase is a collision-free scatter (one phase when windows do not overlap).
+        qh, qw = -(-kernel[0] // stride[0]), -(-kernel[1] // stride[1])
+        for a in range(min(qh, out_hw[0])):
+            for b in range(min(qw, out_hw[1])):
+                acc[lin[:, :, a::qh, b::qw]] += gy[:, :, a::qh, b::qw]
+        return _crop(acc.reshape(n, c, hp, wp), in_hw, padding, gy.dtype)
+
+    def backward(self, ggx):
+        return MaxPool2dGather.apply(ggx, idx=self.idx, **self.cfg)
+
+
+class MaxPool2dGather(Function):
+    """Pick, per window, the element at the saved argmax (the adjoint of the backward)."""
+
+    name = "max_pool2d_gather"
+
+    def forward(self, x, idx, kernel, stride, padding, out_hw):
+        self.idx, self.cfg = idx, {"kernel": kernel, "stride": stride, "padding": padding,
+                                   "out_hw": out_hw}
+        self.in_hw = x.shape[2:]
+        xpad = _pad2d(x, padding[0], padding[1], 0)
+        return xpad.reshape(-1)[_argmax_flat_index(idx, kernel, stride, xpad.shape[2:])]
+
+    def backward(self, gy):
+        return MaxPool2dBackward.apply(gy, idx=self.idx, in_hw=self.in_hw, **self.cfg)
+
+
+# ----------------------------------------------------------------------------- average pooling
+def _avg_forward(x, kernel, stride, padding, out_hw):
+    xp = get_array_module(x)
+    xpad = _pad2d(x, padding[0], padding[1], 0)
+    acc = xp.zeros(x.shape[:2] + tuple(out_hw), dtype=_acc_dtype(x.dtype))
+    for _, sl in _offsets(kernel, stride, out_hw):
+        acc += xpad[sl]
+    acc /= kernel[0] * kernel[1]  # count_include_pad=True: padded zeros count
+    return acc.astype(x.dtype, copy=False)
+
+
+def _avg_backward(gy, kernel, stride, padding, out_hw, in_hw):
+    xp = get_array_module(gy)
+    n, c = gy.shape[:2]
+    acc = xp.zeros((n, c, in_hw[0] + 2 * padding[0], in_hw[1] + 2 * padding[1]),
+                   dtype=_acc_dtype(gy.dtype))
+    g = gy.astype(acc.dtype) / (kernel[0] * kernel[1])
+    for _, sl in _offsets(kernel, stride, out_hw):
+        acc[sl] += g
+    return _crop(acc, in_hw, padding, gy.dtype)
+
+
+class AvgPool2d(Function):
+    name = "avg_pool2d"
+
+    def forward(self, x, kernel, stride, padding, out_hw):
+        self.cfg = {"kernel": kernel, "stride": stride, "padding": padding, "out_hw": out_hw}
+        self.in_hw = x.shape[2:]
+        return _avg_forward(x, **self.cfg)
+
+    def backward(self, gy):
+        return AvgPool2dBackward.apply(gy, in_hw=self.in_hw, **self.cfg)
+
+
+class AvgPool2dBackward(Function):
+    name = "avg_pool2d_backward"
+
+    def forward(self, gy, kernel, stride, padding, out_hw, in_hw):
+        self.cfg = {"kernel": kernel, "stride": stride, "padding": padding, "out_hw": out_hw}
+        return _avg_backward(gy, in_hw=in_hw, **self.cfg)
+
+    def backward(self, ggx):
+        return AvgPool2d.apply(ggx, **self.cfg)
+
+
+# ----------------------------------------------------------------------------- adaptive average
+def _bin_matrix(xp, n_in, n_out, dtype):
+    """(n_out, n_in) averaging matrix with PyTorch's bins [floor(i*n/m), ceil((i+1)*n/m))."""
+    i = xp.arange(n_out)[:, None]
+    start = (i * n_in) // n_out
+    end = -((-(i + 1) * n_in) // n_out)
+    j = xp.arange(n_in)[None, :]
+    return ((j >= start) & (j < end)).astype(dtype) / (end - start).astype(dtype)
+
+
+def _separable(x, a, b):
+    """``a @ x @ b.T`` over the two trailing dims, as two large 2-D GEMMs."""
+    xp = get_array_module(x)
+    n, c, h, w = x.shape
+    t = kernels.matmul(x.reshape(n * c * h, w), b.T)  # (N*C*H, b_rows)
+    t = t.reshape(n * c, h, b.shape[0]).transpose(0, 2, 1).reshape(-1, h)
+    y = kernels.matmul(t, a.T).reshape(n, c, b.shape[0], a.shape[0]).transpose(0, 1, 3, 2)
+    return xp.ascontiguousarray(y)
+
+
+def _adaptive(x, in_hw, out_hw, transpose):
+    """Adaptive average pooling (or its adjoint when ``transpose``) from in_hw to out_hw."""
+    kh, kw = in_hw[0] // out_hw[0], in_hw[1] // out_hw[1]
+    if in_hw[0] == kh * out_hw[0] and in_hw[1] == kw * out_hw[1]:
+        # Equal bins: plain average pooling with kernel == stride (reshape-sized windows).
+        cfg = {"kernel": (kh, kw), "stride": (kh, kw), "padding": (0, 0), "out_hw": out_hw}
+        return _avg_backward(x, in_hw=in_hw, **cfg) if transpose else _avg_forward(x, **cfg)
+    xp = get_array_module(x)
+    acc = _acc_dtype(x.dtype)
+    a = _bin_matrix(xp, in_hw[0], out_hw[0], acc)
+    b = _bin_matrix(xp, in_hw[1], out_hw[1], acc)
+    if transpose:
+        a, b = a.T, b.T
+    return _separable(x.astype(acc, copy=False), a, b).astype(x.dtype, copy=False)
+
+
+class AdaptiveAvgPool2d(Function):
+    name = "adaptive_avg_pool2d"
+
+    def forward(self, x, out_hw):
+        self.in_hw, self.out_hw = x.shape[2:], out_hw
+        return _adaptive(x, self.in_hw, out_hw, transpose=False)
+
+    def backward(self, gy):
+        return AdaptiveAvgPool2dBackward.apply(gy, in_hw=self.in_hw, out_hw=self.out_hw)
+
+
+class AdaptiveAvgPool2dBackward(Function):
+    name = "adaptive_avg_pool2d_backward"
+
+    def forward(self, gy, in_hw, out_hw):
+        self.out_hw = out_hw
+        return _adaptive(gy, in_hw, out_hw, transpose=True)
+
+    def backward(self, ggx):
+        return AdaptiveAvgPool2d.apply(ggx, out_hw=self.out_hw)
+
+
+# ----------------------------------------------------------------------------- public API
+def _pair(v, op, what):
+    t = (v, v) if isinstance(v, int) else tuple(v)
+    if len(t) != 2 or not all(isinstance(i, int) for i in t):
+        raise op_error(op, f"{what} must be an int or a pair of ints", **{what: v})
+    return t
+
+
+def _geometry(op, x, kernel_size, stride, padding):
+    if x.ndim != 4:
+        raise op_error(op, "expected input (N, C, H, W); add a batch dim with x.unsqueeze(0) "
+                       "for a single image", input=x.shape)
+    kernel = _pair(kernel_size, op, "kernel_size")
+    stride = kernel if stride is None else _pair(stride, op, "stride")
+    padding = _pair(padding, op, "padding")
+    if min(kernel) < 1 or min(stride) < 1 or min(padding) < 0:
+        raise op_error(op, "kernel_size and stride must be >= 1 and padding >= 0",
+                       kernel_size=kernel, stride=stride, padding=padding)
+    if padding[0] * 2 > kernel[0] or padding[1] * 2 > kernel[1]:
+        raise op_error(op, "padding must be at most half the kernel size",
+                       kernel_size=kernel, padding=padding)
+    out_hw = tuple((i + 2 * p - k) // s + 1
+                   for i, k, s, p in zip(x.shape[2:], kernel, stride, padding))
+    if min(out_hw) < 1:
+        raise op_error(op, f"output size {out_hw} is not positive: the kernel is larger than "
+                       "the padded input; use a smaller kernel_size or more padding",
+                       input=x.shape, kernel_size=kernel, padding=padding)
+    return kernel, stride, padding, out_hw
+
+
+def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0) -> Tensor:
+    """Max over sliding windows; the gradient goes to the (first) maximum of each window.
+
+    Args:
+        x: ``(N, C, H, W)``.
+        kernel_size: an int or an ``(h, w)`` pair.
+        stride: defaults to ``kernel_size``.
+        padding: implicit ``-inf`` padding on both sides (at most half the kernel).
+
+    Returns:
+        ``(N, C, OH, OW)`` with ``OH = (H + 2*ph - kh) // sh + 1``.
+    """
+    k, s, p, out_hw = _geometry("max_pool2d", x, kernel_size, stride, padding)
+    return MaxPool2d.apply(x, kernel=k, stride=s, padding=p, out_hw=out_hw)
+
+
+def avg_pool2d(x: Tensor, kernel_size, stride=None, padding=0) -> Tensor:
+    """Mean over sliding windows; zero padding counts in the mean (``count_include_pad``).
+
+    Args:
+        x: ``(N, C, H, W)``.
+        kernel_size: an int or an ``(h, w)`` pair.
+        stride: defaults to ``kernel_size``.
+        padding: implicit zero padding on both sides (at most half the kernel).
+
+    Returns:
+        ``(N, C, OH, OW)``, accumulated in float32 for float16/bfloat16 input.
+    """
+    k, s, p, out_hw = _geometry("avg_pool2d", x, kernel_size, stride, padding)
+    return AvgPool2d.apply(x, kernel=k, stride=s, padding=p, out_hw=out_hw)
+
+
+def adaptive_avg_pool2d(x: Tensor, output_size) -> Tensor:
+    """Average pooling to a fixed output size, with PyTorch's bin boundaries.
+
+    Output cell ``i`` averages input rows ``floor(i*H/OH)`` to ``ceil((i+1)*H/OH) - 1`` (and
+    likewise for columns), so bins may overlap when ``H`` is not a multiple of ``OH``.
+
+    Args:
+        x: ``(N, C, H, W)``.
+        output_size: an int, or an ``(OH, OW)`` pair whose entries may be None (keep that size).
+    """
+    op = "adaptive_avg_pool2d"
+    if x.ndim != 4:
+        raise op_error(op, "expected input (N, C, H, W); add a batch dim with x.unsqueeze(0)",
+                       input=x.shape)
+    size = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
+    if len(size) != 2:
+        raise op_error(op, "output_size must be an int or a pair", output_size=output_size)
+    out_hw = tuple(x.shape[2 + i] if s is None else int(s) for i, s in enumerate(size))
+    if min(out_hw) < 1 or min(x.shape[2:]) < 1:
+        raise op_error(op, "output and input sizes must be positive", input=x.shape,
+                       output_size=output_size)
+    return AdaptiveAvgPool2d.apply(x, out_hw=out_hw)

@@ -1,0 +1,121 @@
+"""Dropout and embedding lookup.
+
+Dropout draws its mask from minigrad's global generator (``mg.manual_seed`` makes it repeat) and
+its backward is the same masked multiply, so it differentiates any number of times. Embedding's
+gradient scatter-adds rows in float32 (repeated indices accumulate without float16 rounding).
+"""
+
+from __future__ import annotations
+
+from .._backend import device_of, get_array_module
+from .._backend import random as _random
+from .._backend.dtypes import float32
+from ..autodiff.function import Function
+from ..tensor import Tensor
+from ._utils import op_error
+from .activation import acc_dtype, check_floating
+
+__all__ = ["dropout", "embedding"]
+
+
+class Dropout(Function):
+    name = "dropout"
+
+    def forward(self, x, mask, scale):
+        self.mask, self.scale = mask, scale
+        m = mask.astype(acc_dtype(x.dtype))
+        m *= scale
+        # float16 input is multiplied in float32 so 1 / (1 - p) is not rounded to float16.
+        return (x * m).astype(x.dtype, copy=False)
+
+    def backward(self, gy):
+        return Dropout.apply(gy, mask=self.mask, scale=self.scale)
+
+
+def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
+    """Inverted dropout: zero each element with probability ``p``, scale the rest by 1/(1-p).
+
+    Args:
+        x: floating input.
+        p: drop probability in [0, 1]; ``p == 1`` gives zeros.
+        training: when False (or ``p == 0``) ``x`` is returned unchanged.
+
+    Returns:
+        A Tensor of ``x``'s shape and dtype.
+    """
+    if not 0.0 <= p <= 1.0:
+        raise op_error("dropout", "p must be in [0, 1]", p=p)
+    if not training or p == 0.0:
+        return x
+    check_floating("dropout", x)
+    gen = _random.generator(device_of(x.data))
+    mask = gen.random(x.shape, dtype=float32) >= p
+    return Dropout.apply(x, mask=mask, scale=0.0 if p == 1.0 else 1.0 / (1.0 - p))
+
+
+class Embedding(Function):
+    name = "embedding"
+
+    def forward(self, indices, weight, padding_idx):
+        xp = get_array_module(weight)
+        if indices.dtype.kind not in "iu":
+            raise op_error("embedding", "indices must be an integer tensor; cast with "
+                           "astype('int64')", indices_dtype=indices.dtype)
+        try:
+            out = xp.take(weight, indices, axis=0)
+        except IndexError as e:
+            raise op_error("embedding", f"index out of range ({e})",
+                           weight_shape=weight.shape) from None
+        self.indices, self.rows, self.padding_idx = indices, weight.shape[0], padding_idx
+        return out
+
+    def backward(self, gy):
+        return None, EmbeddingBackward.apply(gy, indices=self.indices, rows=self.rows,
+                                             padding_idx=self.padding_idx)
+
+
+class EmbeddingBackward(Function):
+    name = "embedding_backward"
+
+    def forward(self, gy, indices, rows, padding_idx):
+        xp = get_array_module(gy)
+        self.indices, self.padding_idx = indices, padding_idx
+        dim = gy.shape[indices.ndim:]
+        gw = xp.zeros((rows,) + dim, dtype=acc_dtype(gy.dtype))
+        xp.add.at(gw, indices.reshape(-1), gy.reshape((-1,) + dim))
+        if padding_idx is not None:
+            gw[padding_idx] = 0
+        return gw.astype(gy.dtype, copy=False)
+
+    def backward(self, ggw):
+        # The gradient is linear in gy: its own gradient is the lookup again.
+        if self.padding_idx is not None:
+            ggw = ggw * _padding_keep(ggw, self.padding_idx)
+        return Embedding.apply(self.indices, ggw, padding_idx=self.padding_idx)
+
+
+def _padding_keep(like: Tensor, padding_idx):
+    xp = get_array_module(like.data)
+    keep = xp.ones((like.shape[0],) + (1,) * (like.ndim - 1), dtype=like.dtype)
+    keep[padding_idx] = 0
+    return Tensor._make(keep, False, None, 0)
+
+
+def embedding(indices: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tensor:
+    """Look up rows of ``weight`` (num_embeddings, dim) at integer ``indices`` (any shape).
+
+    Args:
+        indices: integer Tensor; the output has shape ``indices.shape + (dim,)``.
+        weight: the embedding table.
+        padding_idx: a row whose gradient is always zero (negative values count from the end).
+
+    Returns:
+        A Tensor of dtype ``weight.dtype``.
+    """
+    if padding_idx is not None:
+        n = weight.shape[0]
+        if not -n <= padding_idx < n:
+            raise op_error("embedding", "padding_idx must index a row of weight",
+                           padding_idx=padding_idx, weight_shape=weight.shape)
+        padding_idx %= n
+    return Embedding.apply(indices, weight, padding_idx=padding_idx)

@@ -1,0 +1,156 @@
+"""Reductions: NumPy references, float32 accumulation, gradients by gradcheck."""
+
+import math
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+import minigrad.functional as F
+from minigrad.testing import gradcheck
+
+AXES = [None, 0, 1, -1, (0, 2), (2, 0)]
+
+
+def _t(a, device, dtype=mg.float64):
+    return mg.tensor(a, dtype=dtype, device=device)
+
+
+@pytest.mark.parametrize("axis", AXES)
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_sum_mean_var_std(axis, keepdims, device, rng):
+    a = rng.standard_normal((2, 3, 4))
+    t = _t(a, device)
+    ax = tuple(axis) if isinstance(axis, tuple) else axis
+    np.testing.assert_allclose(F.sum(t, axis, keepdims).numpy(), a.sum(ax, keepdims=keepdims))
+    np.testing.assert_allclose(F.mean(t, axis, keepdims).numpy(), a.mean(ax, keepdims=keepdims))
+    for ddof in (0, 1):
+        np.testing.assert_allclose(F.var(t, axis, keepdims, ddof=ddof).numpy(),
+                                   a.var(ax, keepdims=keepdims, ddof=ddof))
+        np.testing.assert_allclose(t.std(axis, keepdims, ddof=ddof).numpy(),
+                                   a.std(ax, keepdims=keepdims, ddof=ddof))
+    for fn in (F.sum, F.mean, F.var, F.std):
+        assert gradcheck(lambda x, fn=fn: fn(x, axis, keepdims), [a], device=device)
+    assert gradcheck(lambda x: F.var(x, axis, keepdims, ddof=1), [a], device=device)
+
+
+@pytest.mark.parametrize("axis", AXES)
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_max_min_prod_logsumexp_norm(axis, keepdims, device, rng):
+    a = rng.standard_normal((2, 3, 4))
+    t = _t(a, device)
+    ax = tuple(axis) if isinstance(axis, tuple) else axis
+    np.testing.assert_allclose(F.max(t, axis, keepdims).numpy(), a.max(ax, keepdims=keepdims))
+    np.testing.assert_allclose(t.min(axis, keepdims).numpy(), a.min(ax, keepdims=keepdims))
+    np.testing.assert_allclose(t.prod(axis, keepdims).numpy(), a.prod(ax, keepdims=keepdims))
+    ref = np.log(np.exp(a).sum(ax, keepdims=keepdims))
+    np.testing.assert_allclose(F.logsumexp(t, axis, keepdims).numpy(), ref)
+    np.testing.assert_allclose(F.norm(t, 2, axis, keepdims).numpy(),
+                               np.sqrt((a * a).sum(ax, keepdims=keepdims)))
+    for fn in (F.max, F.min, F.prod, F.logsumexp):
+        assert gradcheck(lambda x, fn=fn: fn(x, axis, keepdims), [a], device=device)
+    for ord_ in (1, 2, math.inf, "fro", 3):
+        assert gradcheck(lambda x, o=ord_: F.norm(x, o, axis, keepdims), [a], device=device)
+
+
+def test_norm_values_and_zero_gradient(device):
+    a = np.array([[3.0, -4.0], [0.0, 1.0]])
+    t = _t(a, device)
+    assert F.norm(t).item() == pytest.approx(np.sqrt(26))
+    assert F.norm(t, "fro").item() == pytest.approx(np.sqrt(26))
+    assert F.norm(t, 1).item() == 8.0
+    assert F.norm(t, "inf").item() == 4.0
+    np.testing.assert_allclose(F.norm(t, 1, axis=1).numpy(), [7, 1])
+    np.testing.assert_allclose(F.norm(t, 3).numpy(), (np.abs(a) ** 3).sum() ** (1 / 3))
+    z = mg.zeros(3, requires_grad=True, device=device)
+    F.norm(z).backward()
+    np.testing.assert_array_equal(z.grad.numpy(), [0, 0, 0])
+    with pytest.raises(ValueError, match="norm"):
+        F.norm(t, -1)
+
+
+def test_low_precision_accumulates_in_float32():
+    ones = mg.ones(4096, dtype=mg.float16)
+    s = F.sum(ones)
+    assert s.dtype == mg.float16 and s.item() == 4096
+    assert F.mean(ones).item() == 1.0
+    x = mg.tensor(np.full(4096, 0.1), dtype=mg.float16)
+    assert F.var(x).dtype == mg.float16 and abs(F.var(x).item()) < 1e-3
+    assert F.norm(ones).item() == 64.0
+    assert F.logsumexp(mg.zeros(4096, dtype=mg.float16)).item() == pytest.approx(
+        math.log(4096), rel=1e-3)
+    assert F.cumsum(ones)[-1].item() == 4096  # a float16 running sum would stall at 2048
+    b = mg.ones(4096, dtype=mg.bfloat16)
+    assert F.sum(b).dtype == mg.bfloat16 and float(F.sum(b).item()) == 4096
+
+
+def test_max_return_indices_and_ties(device):
+    a = np.array([[1.0, 3.0, 3.0], [5.0, 2.0, 5.0]])
+    x = mg.tensor(a, requires_grad=True, device=device)
+    v, i = F.max(x, axis=1, return_indices=True)
+    assert v.tolist() == [3.0, 5.0] and i.tolist() == [1, 0] and i.dtype == mg.int64
+    v.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[0, 1, 0], [1, 0, 0]])
+    v, i = F.min(x, axis=None, keepdims=True, return_indices=True)
+    assert v.shape == (1, 1) and i.item() == 0
+    x.grad = None
+    F.max(x).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[0, 0, 0], [1, 0, 0]])
+
+
+def test_argmax_argmin(device, rng):
+    a = rng.standard_normal((3, 4))
+    t = _t(a, device)
+    assert F.argmax(t).item() == a.argmax()
+    np.testing.assert_array_equal(t.argmax(1).numpy(), a.argmax(1))
+    np.testing.assert_array_equal(F.argmin(t, 0, keepdims=True).numpy(),
+                                  a.argmin(0)[None])
+    assert F.argmax(t, keepdims=True).shape == (1, 1)
+    assert F.argmin(t, -1).dtype == mg.int64
+
+
+def test_logsumexp_stable():
+    a = np.array([[1000.0, 1000.0], [-1000.0, -1001.0], [-np.inf, -np.inf]])
+    y = F.logsumexp(mg.tensor(a), axis=1).numpy()
+    np.testing.assert_allclose(y[:2], [1000 + math.log(2), -1000 + math.log1p(math.exp(-1))],
+                               rtol=1e-6)
+    assert y[2] == -np.inf
+
+
+@pytest.mark.parametrize("a", [
+    np.array([[1.0, 0.0, 2.0], [3.0, 4.0, 0.5]]),
+    np.array([[0.0, 0.0, 2.0], [3.0, 4.0, 0.5]]),
+])
+def test_prod_gradient_with_zeros(a, device):
+    x = mg.tensor(a, dtype=mg.float64, requires_grad=True, device=device)
+    F.prod(x, axis=1).sum().backward()
+    expected = np.stack([[np.prod(np.delete(r, j)) for j in range(3)] for r in a])
+    np.testing.assert_allclose(x.grad.numpy(), expected)
+    assert gradcheck(lambda t: F.prod(t, 1), [a], device=device)
+    assert gradcheck(lambda t: F.prod(t), [a], device=device)
+
+
+def test_cumsum(device, rng):
+    a = rng.standard_normal((3, 4))
+    for axis in (0, 1, -1):
+        np.testing.assert_allclose(F.cumsum(_t(a, device), axis).numpy(), np.cumsum(a, axis))
+        assert gradcheck(lambda x, ax=axis: F.cumsum(x, ax), [a], device=device)
+    np.testing.assert_allclose(F.cumsum(_t(a, device)).numpy(), np.cumsum(a))
+
+
+def test_reduction_errors():
+    x = mg.zeros((2, 3))
+    with pytest.raises(ValueError, match="sum: axis 2"):
+        F.sum(x, 2)
+    with pytest.raises(ValueError, match="max"):
+        F.max(mg.zeros((0,)))
+
+
+def test_against_torch(rng):
+    torch = pytest.importorskip("torch")
+    a = rng.standard_normal((3, 5))
+    t = torch.tensor(a)
+    np.testing.assert_allclose(F.logsumexp(mg.tensor(a), 1).numpy(),
+                               torch.logsumexp(t, 1).numpy(), rtol=1e-6)
+    np.testing.assert_allclose(F.std(mg.tensor(a), 0, ddof=1).numpy(),
+                               t.std(0).numpy(), rtol=1e-6)
