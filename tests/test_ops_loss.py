@@ -342,3 +342,13 @@ def test_losses_match_torch(rng):
              lambda a, b, red=red: tf.kl_div(a, b, reduction=red), [logp, p], (0, 1))
     both(lambda a, b: cosine_similarity(a, b), lambda a, b: tf.cosine_similarity(a, b),
          [x, p], (0, 1))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_mse_loss_second_derivative(reduction):
+    # Gradient penalties differentiate the gradient of an MSE loss (seed 002).
+    from minigrad.testing import gradgradcheck
+
+    r = np.random.default_rng(3)
+    gradgradcheck(lambda a, b: mse_loss(a, b, reduction=reduction),
+                  [r.standard_normal((3, 4)), r.standard_normal((3, 4))])
