@@ -11,10 +11,15 @@ import numpy as np
 
 from .dtypes import float32, is_low_precision
 
-__all__ = ["matmul", "sum_fp32", "last_matmul_path"]
+__all__ = ["matmul", "sum_fp32", "last_matmul_path", "emulates_low_precision"]
 
 # Which path the most recent matmul took; tests assert on it (GPU batched vs folded, CPU emulation).
 last_matmul_path = {"path": None}
+
+
+def emulates_low_precision(array) -> bool:
+    """True where fp16/bf16 GEMMs are emulated in fp32 (the CPU): callers may upcast early."""
+    return type(array) is np.ndarray
 
 
 def matmul(a, b):

@@ -9,7 +9,8 @@ Gradients are three mutually adjoint ops, each the backward of the others, so do
 works with no other ops:
 
 - ``conv2d(x, w)``                  -> y
-- ``conv_transpose2d(gy, w)``       -> data gradient (col2im: scatter-add over kernel offsets)
+- ``conv2d_backward_data(gy, w)``   -> data gradient: a transposed conv (GEMM, then col2im as
+                                       one strided add per kernel offset)
 - ``conv2d_backward_filter(x, gy)`` -> weight gradient (one GEMM)
 
 Low precision (invariant 4): GEMMs go through ``_backend.kernels.matmul`` (fp32 accumulation,
@@ -61,8 +62,7 @@ def _lowp_operands(a, b):
     out_dtype = a.dtype if a.dtype == b.dtype else widest_float((a.dtype, b.dtype))
     if is_low_precision(out_dtype):
         # _backend decides whether fp16/bf16 GEMMs are emulated for this array's backend.
-        emulated = getattr(kernels, "emulates_low_precision", None)
-        if emulated is not None and emulated(a):
+        if kernels.emulates_low_precision(a):
             return a.astype(float32), b.astype(float32), out_dtype
     return a, b, out_dtype
 

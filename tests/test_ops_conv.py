@@ -1,0 +1,236 @@
+"""conv1d, conv2d, conv_transpose2d: loop references, float64 gradchecks, low precision."""
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad._backend import kernels
+from minigrad.functional.conv import conv1d, conv2d, conv_transpose2d
+from minigrad.testing import gradcheck, gradgradcheck
+
+
+def pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+def conv2d_ref(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+    """Direct loop over output pixels (tiny shapes only)."""
+    (sh, sw), (ph, pw), (dh, dw) = pair(stride), pair(padding), pair(dilation)
+    n, _, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    ow = (wd + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    og = o // groups
+    y = np.zeros((n, o, oh, ow))
+    for co in range(o):
+        g = co // og
+        for i in range(oh):
+            for j in range(ow):
+                patch = xp[:, g * cg:(g + 1) * cg, i * sh:i * sh + dh * (kh - 1) + 1:dh,
+                           j * sw:j * sw + dw * (kw - 1) + 1:dw]
+                y[:, co, i, j] = (patch * w[co]).sum(axis=(1, 2, 3))
+    return y if b is None else y + b[None, :, None, None]
+
+
+def conv_transpose2d_ref(x, w, b=None, stride=1, padding=0, output_padding=0, groups=1,
+                         dilation=1):
+    """Scatter every input pixel through the kernel (tiny shapes only)."""
+    (sh, sw), (ph, pw), (dh, dw) = pair(stride), pair(padding), pair(dilation)
+    oph, opw = pair(output_padding)
+    n, c, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    cg = c // groups
+    oh = (h - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1
+    ow = (wd - 1) * sw - 2 * pw + dw * (kw - 1) + opw + 1
+    full = np.zeros((n, og * groups, oh + 2 * ph + sh + dh * kh, ow + 2 * pw + sw + dw * kw))
+    for ci in range(c):
+        g = ci // cg
+        for i in range(h):
+            for j in range(wd):
+                for a in range(kh):
+                    for e in range(kw):
+                        full[:, g * og:(g + 1) * og, i * sh + a * dh, j * sw + e * dw] += \
+                            x[:, ci, i, j][:, None] * w[ci, :, a, e][None]
+    y = full[:, :, ph:ph + oh, pw:pw + ow]
+    return y if b is None else y + b[None, :, None, None]
+
+
+def t(a, device, **kw):
+    return mg.tensor(np.asarray(a), device=device, **kw)
+
+
+CONV_CASES = [{}, {"stride": 2}, {"padding": 1}, {"dilation": 2}, {"groups": 2},
+              {"stride": (2, 1), "padding": (1, 2), "dilation": (1, 2), "groups": 2},
+              {"stride": 3, "padding": 2, "groups": 4}]
+
+
+@pytest.mark.parametrize("kw", CONV_CASES)
+def test_conv2d_values(device, rng, kw):
+    g = kw.get("groups", 1)
+    x, w, b = rng.standard_normal((2, 4, 7, 6)), rng.standard_normal((8, 4 // g, 3, 2)), \
+        rng.standard_normal(8)
+    y = conv2d(t(x, device), t(w, device), t(b, device), **kw)
+    np.testing.assert_allclose(y.numpy(), conv2d_ref(x, w, b, **kw), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("kw", CONV_CASES)
+def test_conv2d_gradcheck(device, rng, kw):
+    g = kw.get("groups", 1)
+    args = [rng.standard_normal((1, 4, 5, 5)), rng.standard_normal((4, 4 // g, 3, 2)),
+            rng.standard_normal(4)]
+    assert gradcheck(lambda x, w, b: conv2d(x, w, b, **kw), args, device=device)
+
+
+TRANSPOSE_CASES = [{}, {"stride": 2}, {"stride": 2, "padding": 1, "output_padding": 1},
+                   {"stride": 3, "dilation": 2, "output_padding": 2, "groups": 2},
+                   {"stride": (2, 1), "padding": (1, 0), "output_padding": (1, 0), "groups": 2}]
+
+
+@pytest.mark.parametrize("kw", TRANSPOSE_CASES)
+def test_conv_transpose2d_values_and_grad(device, rng, kw):
+    g = kw.get("groups", 1)
+    x, w, b = rng.standard_normal((2, 4, 4, 3)), rng.standard_normal((4, 6 // g, 3, 2)), \
+        rng.standard_normal(6)
+    y = conv_transpose2d(t(x, device), t(w, device), t(b, device), **kw)
+    ref = conv_transpose2d_ref(x, w, b, **kw)
+    assert y.shape == ref.shape
+    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-10, atol=1e-12)
+    args = [rng.standard_normal((1, 4, 3, 3)), rng.standard_normal((4, 2 // g, 3, 2)),
+            rng.standard_normal(2)]
+    assert gradcheck(lambda x, w, b: conv_transpose2d(x, w, b, **kw), args, device=device)
+
+
+def test_conv_transpose_is_adjoint_of_conv(device, rng):
+    # <conv2d(x, w), y> == <x, conv_transpose2d(y, w)> with matching geometry.
+    x, w = rng.standard_normal((2, 4, 7, 7)), rng.standard_normal((6, 2, 3, 3))
+    kw = {"stride": 2, "padding": 1, "groups": 2}
+    y = conv2d(t(x, device), t(w, device), **kw).numpy()
+    r = rng.standard_normal(y.shape)
+    xt = conv_transpose2d(t(r, device), t(w, device), **kw).numpy()
+    assert xt.shape == x.shape
+    assert (y * r).sum() == pytest.approx((x * xt).sum(), rel=1e-10)
+
+
+@pytest.mark.parametrize("kw", [{}, {"stride": 2, "padding": 1, "dilation": 2, "groups": 2}])
+def test_conv1d(device, rng, kw):
+    g = kw.get("groups", 1)
+    x, w, b = rng.standard_normal((2, 4, 9)), rng.standard_normal((6, 4 // g, 3)), \
+        rng.standard_normal(6)
+    y = conv1d(t(x, device), t(w, device), t(b, device), **kw)
+    assert y.creator is None and y.shape[:2] == (2, 6)
+    ref = conv2d_ref(x[:, :, None], w[:, :, None], b, stride=(1, kw.get("stride", 1)),
+                     padding=(0, kw.get("padding", 0)), dilation=(1, kw.get("dilation", 1)),
+                     groups=g)[:, :, 0]
+    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-10, atol=1e-12)
+    assert gradcheck(lambda x, w, b: conv1d(x, w, b, **kw), [x[:1], w, b], device=device)
+
+
+def test_double_backward(device, rng):
+    assert gradgradcheck(lambda x, w: conv2d(x, w, stride=2, padding=1),
+                         [rng.standard_normal((1, 2, 4, 4)), rng.standard_normal((2, 2, 3, 3))],
+                         device=device)
+    assert gradgradcheck(lambda x, w: conv_transpose2d(x, w, stride=2, output_padding=1),
+                         [rng.standard_normal((1, 2, 2, 3)), rng.standard_normal((2, 2, 2, 2))],
+                         device=device)
+
+
+def test_backward_ops_and_skipped_input_grad(device, rng):
+    x = t(rng.standard_normal((2, 1, 6, 6)), device)  # first layer: no data gradient needed
+    w = t(rng.standard_normal((3, 1, 3, 3)), device, requires_grad=True)
+    y = conv2d(x, w)
+    assert y.creator.name == "conv2d"
+    y.backward(mg.ones_like(y))
+    assert x.grad is None
+    ref = np.stack([x.numpy()[:, 0, i:i + 4, j:j + 4].sum() for i in range(3) for j in range(3)])
+    np.testing.assert_allclose(w.grad.numpy(), np.tile(ref.reshape(1, 1, 3, 3), (3, 1, 1, 1)),
+                               rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("early_upcast", [False, True])
+def test_low_precision(device, rng, monkeypatch, dtype, early_upcast):
+    # Both ways of reaching fp32 accumulation: kernels.matmul on narrow operands, or operands
+    # upcast before im2col where _backend reports that it emulates low precision.
+    monkeypatch.setattr(kernels, "emulates_low_precision", lambda a: early_upcast,
+                        raising=False)
+    seen = []
+    real = kernels.matmul
+
+    def spy(a, b):
+        seen.append((a.dtype, b.dtype))
+        return real(a, b)
+
+    monkeypatch.setattr(kernels, "matmul", spy)
+    x = t(rng.standard_normal((2, 4, 6, 6)), device).astype(dtype).requires_grad_()
+    w = t(rng.standard_normal((6, 2, 3, 3)) * 0.3, device).astype(dtype).requires_grad_()
+    b = t(rng.standard_normal(6), device).astype(dtype).requires_grad_()
+    y = conv2d(x, w, b, padding=1, groups=2)
+    assert y.dtype == x.dtype
+    if device == "cpu" and not early_upcast:  # never NumPy's native fp16 matmul
+        assert kernels.last_matmul_path["path"] == "cpu-emulated-fp32-accumulate"
+    ref = conv2d_ref(*(np.asarray(a.numpy(), np.float64) for a in (x, w, b)), padding=1,
+                     groups=2)
+    tol = 1e-2 if dtype == "float16" else 6e-2
+    np.testing.assert_allclose(y.numpy().astype(np.float64), ref, rtol=tol, atol=tol)
+    assert seen and all(d == (np.float32 if early_upcast else x.dtype) for pair_ in seen
+                        for d in pair_)
+    y.backward(mg.ones_like(y))
+    assert x.grad.dtype == x.dtype and w.grad.dtype == w.dtype and b.grad.dtype == b.dtype
+    x64, w64 = (mg.tensor(np.asarray(a.numpy(), np.float64), requires_grad=True) for a in (x, w))
+    conv2d(x64, w64, padding=1, groups=2).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy().astype(np.float64), x64.grad.numpy(),
+                               rtol=tol, atol=tol)
+    np.testing.assert_allclose(w.grad.numpy().astype(np.float64), w64.grad.numpy(),
+                               rtol=tol, atol=tol * 4)
+
+
+def test_conv_transpose_fp16_output_dtype(device, rng):
+    x = t(rng.standard_normal((1, 2, 3, 3)), device).astype("float16")
+    w = t(rng.standard_normal((2, 3, 3, 3)), device).astype("float16")
+    y = conv_transpose2d(x, w, stride=2, output_padding=1)
+    assert y.dtype == np.float16 and y.shape == (1, 3, 8, 8)
+    ref = conv_transpose2d_ref(x.numpy().astype(np.float64), w.numpy().astype(np.float64),
+                               stride=2, output_padding=1)
+    np.testing.assert_allclose(y.numpy().astype(np.float64), ref, rtol=1e-2, atol=1e-2)
+
+
+def test_errors(device):
+    x = t(np.ones((1, 4, 5, 5)), device)
+    with pytest.raises(ValueError, match=r"conv2d: expected input \(N, C, H, W\).*\(4, 5, 5\)"):
+        conv2d(t(np.ones((4, 5, 5)), device), t(np.ones((2, 4, 3, 3)), device))
+    with pytest.raises(ValueError, match=r"conv2d: channel mismatch.*input=\(1, 4, 5, 5\), "
+                                         r"weight=\(2, 3, 3, 3\), groups=1"):
+        conv2d(x, t(np.ones((2, 3, 3, 3)), device))
+    with pytest.raises(ValueError, match=r"conv2d: channel mismatch.*groups=2"):
+        conv2d(x, t(np.ones((3, 2, 3, 3)), device), groups=2)
+    with pytest.raises(ValueError, match="conv2d: output size .* is not positive"):
+        conv2d(x, t(np.ones((2, 4, 7, 7)), device))
+    with pytest.raises(ValueError, match=r"conv2d: bias must have shape \(2,\)"):
+        conv2d(x, t(np.ones((2, 4, 3, 3)), device), t(np.ones(3), device))
+    with pytest.raises(ValueError, match="conv_transpose2d: output_padding must be smaller"):
+        conv_transpose2d(x, t(np.ones((4, 2, 3, 3)), device), stride=2, output_padding=2)
+    with pytest.raises(ValueError, match="conv_transpose2d: channel mismatch"):
+        conv_transpose2d(x, t(np.ones((3, 2, 3, 3)), device))
+    with pytest.raises(ValueError, match=r"conv1d: expected input \(N, C, L\)"):
+        conv1d(x, t(np.ones((2, 4, 3)), device))
+
+
+def test_against_torch(rng):
+    torch = pytest.importorskip("torch")
+    tf = torch.nn.functional
+    x, w, b = rng.standard_normal((2, 4, 9, 8)), rng.standard_normal((6, 2, 3, 3)), \
+        rng.standard_normal(6)
+    kw = {"stride": (2, 1), "padding": (1, 2), "dilation": (2, 1), "groups": 2}
+    ref = tf.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), **kw).numpy()
+    np.testing.assert_allclose(conv2d(mg.tensor(x), mg.tensor(w), mg.tensor(b), **kw).numpy(),
+                               ref, rtol=1e-10, atol=1e-12)
+    wt = rng.standard_normal((4, 3, 3, 2))
+    kw = {"stride": 2, "padding": 1, "output_padding": 1, "groups": 2, "dilation": (1, 2)}
+    ref = tf.conv_transpose2d(torch.tensor(x), torch.tensor(wt), **kw).numpy()
+    np.testing.assert_allclose(conv_transpose2d(mg.tensor(x), mg.tensor(wt), **kw).numpy(),
+                               ref, rtol=1e-10, atol=1e-12)
+    x1, w1 = rng.standard_normal((2, 4, 11)), rng.standard_normal((4, 2, 3))
+    ref = tf.conv1d(torch.tensor(x1), torch.tensor(w1), stride=2, padding=1, groups=2).numpy()
+    np.testing.assert_allclose(conv1d(mg.tensor(x1), mg.tensor(w1), stride=2, padding=1,
+                                      groups=2).numpy(), ref, rtol=1e-10, atol=1e-12)

@@ -1,0 +1,184 @@
+"""matmul, bmm, linear, dot, einsum: values against NumPy, float64 gradchecks, low precision."""
+
+import re
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad._backend import kernels
+from minigrad.functional.linalg import bmm, dot, einsum, linear, matmul
+from minigrad.testing import gradcheck, gradgradcheck
+
+
+def t(a, device, **kw):
+    return mg.tensor(np.asarray(a), device=device, **kw)
+
+
+MATMUL_SHAPES = [((3,), (3,)), ((3,), (3, 4)), ((2, 3), (3,)), ((2, 3), (3, 4)),
+                 ((2, 4, 3), (3, 5)), ((4, 3), (2, 3, 5)), ((2, 1, 2, 3), (4, 3, 2)),
+                 ((3,), (2, 3, 4)), ((2, 4, 3), (3,))]
+
+
+@pytest.mark.parametrize("sa,sb", MATMUL_SHAPES)
+def test_matmul_values_and_grad(device, rng, sa, sb):
+    a, b = rng.standard_normal(sa), rng.standard_normal(sb)
+    np.testing.assert_allclose(matmul(t(a, device), t(b, device)).numpy(), a @ b, rtol=1e-12)
+    assert gradcheck(matmul, [a, b], device=device)
+
+
+def test_matmul_double_backward(device, rng):
+    assert gradgradcheck(matmul, [rng.standard_normal((2, 3, 4)), rng.standard_normal((4, 2))],
+                         device=device)
+
+
+def test_matmul_inner_mismatch_error(device):
+    with pytest.raises(ValueError, match=r"matmul.*\(2, 3\).*\(4, 5\)"):
+        matmul(t(np.ones((2, 3)), device), t(np.ones((4, 5)), device))
+
+
+def test_bmm(device, rng):
+    a, b = rng.standard_normal((3, 2, 4)), rng.standard_normal((3, 4, 5))
+    y = bmm(t(a, device), t(b, device))
+    assert y.creator is None and y.shape == (3, 2, 5)
+    np.testing.assert_allclose(y.numpy(), np.einsum("bij,bjk->bik", a, b), rtol=1e-12)
+    assert gradcheck(bmm, [a, b], device=device)
+
+
+@pytest.mark.parametrize("sa,sb", [((2, 3), (3, 4)), ((2, 2, 3), (3, 3, 4)), ((2, 2, 3), (2, 4, 4))])
+def test_bmm_errors(device, sa, sb):
+    with pytest.raises(ValueError, match="bmm.*" + re.escape(str(sa))):
+        bmm(t(np.ones(sa), device), t(np.ones(sb), device))
+
+
+@pytest.mark.parametrize("xs", [(4,), (3, 4), (2, 3, 4)])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_linear_values_and_grad(device, rng, xs, with_bias):
+    x, w, b = rng.standard_normal(xs), rng.standard_normal((5, 4)), rng.standard_normal(5)
+    y = linear(t(x, device), t(w, device), t(b, device) if with_bias else None)
+    np.testing.assert_allclose(y.numpy(), x @ w.T + (b if with_bias else 0), rtol=1e-12)
+    if with_bias:
+        assert gradcheck(linear, [x, w, b], device=device)
+    else:
+        assert gradcheck(lambda x, w: linear(x, w), [x, w], device=device)
+
+
+def test_linear_is_one_op_and_skips_unneeded_grads(device, rng):
+    x = t(rng.standard_normal((6, 4)), device)  # does not require grad
+    w = t(rng.standard_normal((3, 4)), device, requires_grad=True)
+    b = t(rng.standard_normal(3), device, requires_grad=True)
+    y = linear(x, w, b)
+    assert y.creator.name == "linear" and y.creator.inputs[0] is x
+    y.sum().backward()
+    assert x.grad is None
+    np.testing.assert_allclose(w.grad.numpy(), np.ones((3, 6)) @ x.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(b.grad.numpy(), np.full(3, 6.0))
+
+
+def test_linear_double_backward(device, rng):
+    args = [rng.standard_normal((2, 3)), rng.standard_normal((4, 3)), rng.standard_normal(4)]
+    assert gradgradcheck(linear, args, device=device)
+
+
+def test_linear_errors(device):
+    with pytest.raises(ValueError, match=r"linear.*out_features, in_features.*weight=\(3, 4\)"):
+        linear(t(np.ones((2, 3)), device), t(np.ones((3, 4)), device))
+    with pytest.raises(ValueError, match=r"linear: bias must have shape \(4,\)"):
+        linear(t(np.ones((2, 3)), device), t(np.ones((4, 3)), device), t(np.ones(3), device))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_linear_low_precision_accumulates_in_fp32(device, dtype):
+    # 4096 ones summed in fp16 would stall at 2048; fp32 accumulation gives exactly 4096.
+    x = t(np.ones((2, 4096)), device).astype(dtype)
+    w = t(np.ones((3, 4096)), device).astype(dtype)
+    y = linear(x, w, t(np.zeros(3), device).astype(dtype))
+    assert str(y.dtype) == dtype
+    np.testing.assert_array_equal(y.numpy().astype(np.float32), np.full((2, 3), 4096.0))
+    if device == "cpu":
+        assert kernels.last_matmul_path["path"] == "cpu-emulated-fp32-accumulate"
+
+
+def test_linear_fp16_matches_rounded_fp32(device, rng):
+    x, w, b = (rng.standard_normal(s).astype(np.float16) for s in [(8, 3, 16), (5, 16), (5,)])
+    y = linear(t(x, device), t(w, device), t(b, device))
+    assert y.dtype == np.float16 and y.shape == (8, 3, 5)
+    ref = x.astype(np.float32) @ w.astype(np.float32).T + b.astype(np.float32)
+    np.testing.assert_allclose(y.numpy().astype(np.float32), ref, rtol=2e-3, atol=2e-3)
+    xs = t(x, device, requires_grad=True)
+    ws = t(w, device, requires_grad=True)
+    linear(xs, ws).sum().backward()
+    assert xs.grad.dtype == np.float16 and ws.grad.dtype == np.float16
+    np.testing.assert_allclose(ws.grad.numpy().astype(np.float32),
+                               np.ones((5, 24)) @ x.reshape(24, 16).astype(np.float32),
+                               rtol=2e-3, atol=2e-2)
+
+
+def test_dot(device, rng):
+    a, b = rng.standard_normal(5), rng.standard_normal(5)
+    y = dot(t(a, device), t(b, device))
+    assert y.shape == () and y.item() == pytest.approx(a @ b)
+    assert gradcheck(dot, [a, b], device=device)
+    with pytest.raises(ValueError, match=r"dot.*1-D.*\(2, 5\)"):
+        dot(t(np.ones((2, 5)), device), t(b, device))
+
+
+EINSUM_CASES = [
+    ("ij,jk->ik", [(2, 3), (3, 4)]), ("ij,jk", [(2, 3), (3, 4)]), ("ij,kj->ik", [(2, 3), (4, 3)]),
+    ("bij,bjk->bik", [(2, 2, 3), (2, 3, 2)]), ("i,j->ij", [(3,), (2,)]), ("i,i", [(3,), (3,)]),
+    ("ij,ij->", [(2, 3), (2, 3)]), ("ij,ij->ij", [(2, 3), (2, 3)]), ("ijk,k->i", [(2, 3, 4), (4,)]),
+    ("ij,j->j", [(2, 3), (3,)]), ("iij,jk->ik", [(2, 2, 3), (3, 2)]), ("ij->", [(2, 3)]),
+    ("ij->ji", [(2, 3)]), ("ii->i", [(3, 3)]), ("ii", [(3, 3)]), ("ijk->kj", [(2, 3, 4)]),
+    ("...ij,...jk->...ik", [(2, 1, 2, 3), (4, 3, 2)]), ("...i->...", [(2, 3, 4)]),
+    ("ab,bc,cd->ad", [(2, 3), (3, 4), (4, 2)]), ("ij,kj->ik", [(2, 3), (1, 3)]),
+]
+
+
+@pytest.mark.parametrize("eq,shapes", EINSUM_CASES)
+def test_einsum_values_and_grad(device, rng, eq, shapes):
+    xs = [rng.standard_normal(s) for s in shapes]
+    y = einsum(eq, *[t(x, device) for x in xs])
+    np.testing.assert_allclose(y.numpy(), np.einsum(eq, *xs), rtol=1e-12, atol=1e-12)
+    assert gradcheck(lambda *ts: einsum(eq, *ts), xs, device=device)
+
+
+def test_einsum_double_backward_and_list_operands(device, rng):
+    a, b = rng.standard_normal((3, 3)), rng.standard_normal((3, 2))
+    assert gradgradcheck(lambda a, b: einsum("ii,ij->j", a, b), [a, b], device=device)
+    y = einsum("ij,jk->ik", [t(a, device), t(b, device)])
+    np.testing.assert_allclose(y.numpy(), a @ b, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_einsum_low_precision(device, rng, dtype):
+    a, b = rng.standard_normal((4, 64)), rng.standard_normal((64, 3))
+    ta, tb = t(a, device).astype(dtype), t(b, device).astype(dtype)
+    y = einsum("ik,kj->ij", ta, tb)
+    assert str(y.dtype) == dtype
+    ref = (ta.numpy().astype(np.float32) @ tb.numpy().astype(np.float32))
+    np.testing.assert_array_equal(y.numpy(), ref.astype(y.dtype))  # fp32 result, rounded once
+
+
+def test_einsum_errors(device):
+    a = t(np.ones((2, 3)), device)
+    with pytest.raises(ValueError, match="einsum: the equation has 2 operand"):
+        einsum("ij,jk->ik", a)
+    with pytest.raises(ValueError, match="einsum: label 'j' has sizes 3 and 4"):
+        einsum("ij,jk->ik", a, t(np.ones((4, 2)), device))
+    with pytest.raises(ValueError, match="einsum: operand subscripts 'ijk'"):
+        einsum("ijk->i", a)
+    with pytest.raises(ValueError, match="einsum: output subscripts"):
+        einsum("ij->iq", a)
+
+
+def test_against_torch(rng):
+    torch = pytest.importorskip("torch")
+    x, w, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((5, 4)), rng.standard_normal(5)
+    ref = torch.nn.functional.linear(torch.tensor(x), torch.tensor(w), torch.tensor(b))
+    np.testing.assert_allclose(linear(mg.tensor(x), mg.tensor(w), mg.tensor(b)).numpy(),
+                               ref.numpy(), rtol=1e-12)
+    a, c = rng.standard_normal((2, 3, 3)), rng.standard_normal((3, 4))
+    for eq, ops in [("bii->bi", [a]), ("bij,jk->bik", [a, c]), ("bij,jk", [a, c])]:
+        ref = torch.einsum(eq, *[torch.tensor(o) for o in ops]).numpy()
+        np.testing.assert_allclose(einsum(eq, *[mg.tensor(o) for o in ops]).numpy(), ref,
+                                   rtol=1e-12)
