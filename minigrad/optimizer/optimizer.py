@@ -1,0 +1,197 @@
+"""``Optimizer``: parameter groups, per-parameter state, ``step``/``clear_grad`` and state dicts.
+
+Updates work directly on backend arrays (NumPy or CuPy, one code body through ``xp``), so no graph
+is ever recorded, and they modify ``p.data`` in place and bump ``p._version``: an AMP weight-cast
+cache keys on that counter, and anything that kept a reference to the array sees the new weights.
+
+Optimizer state lives in the parameter's dtype or float32, whichever is wider: float16/bfloat16
+parameters get float32 moments and their update is computed in float32 and rounded once into the
+parameter (a float16 moment would underflow long before the weights stop changing).
+"""
+
+from __future__ import annotations
+
+from .. import _backend as B
+from .._backend.dtypes import is_floating
+from ..tensor import Tensor
+
+__all__ = ["Optimizer"]
+
+_f32 = B.float32
+_f64 = B.float64
+
+
+def state_dtype(dtype):
+    """The dtype optimizer state and update math use for a parameter of ``dtype``."""
+    return _f64 if dtype == _f64 else _f32
+
+
+class Optimizer:
+    """Base class: holds ``param_groups`` (dicts of ``params`` + hyperparameters) and ``state``.
+
+    Subclasses implement ``_update_group(group)``, which walks the group's parameters once and
+    skips every parameter whose ``.grad`` is None (its state is left untouched, no step counted:
+    that is how a GradScaler-skipped step leaves everything unchanged).
+
+    Args:
+        params: an iterable of Parameters, or of dicts ``{"params": [...], "lr": ..., ...}``
+            whose missing hyperparameters default to ``defaults``.
+        defaults: the hyperparameters of this optimizer (``lr``, ...).
+    """
+
+    def __init__(self, params, defaults: dict):
+        self.defaults = dict(defaults)
+        self.param_groups: list[dict] = []
+        self.state: dict = {}
+        self._param_ids: set = set()
+        if isinstance(params, Tensor):
+            raise TypeError(
+                f"{type(self).__name__}: params must be an iterable of Parameters or of dicts, "
+                "got a single Tensor; wrap it in a list: [param]")
+        groups = list(params)
+        if not groups:
+            raise ValueError(f"{type(self).__name__} got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    # ------------------------------------------------------------------ groups
+    def add_param_group(self, group: dict) -> None:
+        """Add a dict ``{"params": [...], **hyperparameters}``; defaults fill in the rest."""
+        if not isinstance(group, dict):
+            raise TypeError(f"add_param_group expects a dict, got {type(group).__name__}")
+        group = dict(group)
+        params = group.get("params")
+        if params is None:
+            raise ValueError("add_param_group: the group has no 'params' entry")
+        params = [params] if isinstance(params, Tensor) else list(params)
+        for p in params:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"{type(self).__name__} can only optimize Tensors/Parameters, "
+                                f"got {type(p).__name__}")
+            if not is_floating(p.dtype):
+                raise TypeError(f"{type(self).__name__}: cannot optimize a {p.dtype} tensor of "
+                                f"shape {p.shape}; only floating tensors have gradients")
+            if id(p) in self._param_ids:
+                raise ValueError(f"{type(self).__name__}: a parameter of shape {p.shape} appears "
+                                 "in more than one parameter group (or twice in one)")
+            self._param_ids.add(id(p))
+        group["params"] = params
+        for key, value in self.defaults.items():
+            group.setdefault(key, value)
+        self.param_groups.append(group)
+
+    # ------------------------------------------------------------------ stepping
+    def step(self) -> "Optimizer":
+        """Apply one update to every parameter that has a gradient; returns ``self``.
+
+        Returning ``self`` allows the MegEngine idiom ``opt.step().clear_grad()``.
+        """
+        for group in self.param_groups:
+            self._update_group(group)
+        return self
+
+    def _update_group(self, group: dict) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError(f"{type(self).__name__}._update_group")
+
+    def clear_grad(self) -> "Optimizer":
+        """Drop every parameter's gradient (``p.grad = None``), MegEngine spelling."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.grad = None
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset gradients, PyTorch spelling.
+
+        Args:
+            set_to_none: drop the gradients (default, cheapest); False zeroes them in place.
+        """
+        for group in self.param_groups:
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                elif g.data.flags.c_contiguous and getattr(g.data.flags, "writeable", True):
+                    g.data.fill(0)
+                    g._version += 1
+                else:  # a broadcast or read-only view cannot be written: give it fresh zeros
+                    p.grad = Tensor._make(B.get_array_module(g.data).zeros_like(g.data), False,
+                                          None, 0)
+
+    # ------------------------------------------------------------------ state dicts
+    def state_dict(self) -> dict:
+        """PyTorch-style state: parameters referenced by index, state as backend arrays.
+
+        The arrays are references to the live state (like PyTorch); ``mg.save`` copies them to
+        disk and ``load_state_dict`` copies them in.
+        """
+        index: dict = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            packed["params"] = [index.setdefault(id(p), len(index)) for p in group["params"]]
+            groups.append(packed)
+        state = {}
+        for group in self.param_groups:
+            for p in group["params"]:
+                st = self.state.get(p)
+                if st is not None:
+                    state[index[id(p)]] = dict(st)
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore hyperparameters and state saved by :meth:`state_dict` (copies the arrays).
+
+        Arrays may be NumPy, CuPy or Tensors; each is moved to its parameter's device and to
+        the state dtype (the parameter's dtype or float32, whichever is wider).
+        """
+        name = type(self).__name__
+        groups = state_dict.get("param_groups")
+        if groups is None or "state" not in state_dict:
+            raise ValueError(f"{name}.load_state_dict: expected a dict with 'state' and "
+                             "'param_groups' (as returned by state_dict())")
+        if len(groups) != len(self.param_groups):
+            raise ValueError(f"{name}.load_state_dict: the saved state has {len(groups)} "
+                             f"parameter groups, this optimizer has {len(self.param_groups)}")
+        by_index = {}
+        for i, (saved, group) in enumerate(zip(groups, self.param_groups)):
+            if len(saved["params"]) != len(group["params"]):
+                raise ValueError(
+                    f"{name}.load_state_dict: group {i} has {len(saved['params'])} parameters "
+                    f"in the saved state but {len(group['params'])} here")
+            for idx, p in zip(saved["params"], group["params"]):
+                by_index[int(idx)] = p
+        new_state = {}
+        for idx, st in state_dict["state"].items():
+            p = by_index.get(int(idx))
+            if p is None:
+                raise ValueError(f"{name}.load_state_dict: state for parameter index {idx} "
+                                 "which no parameter group references")
+            new_state[p] = {k: _restore(v, p) for k, v in st.items()}
+        for saved, group in zip(groups, self.param_groups):
+            for k, v in saved.items():
+                if k != "params":
+                    group[k] = tuple(v) if isinstance(v, list) and k == "betas" else v
+        self.state = new_state
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for i, group in enumerate(self.param_groups):
+            hp = ", ".join(f"{k}={v}" for k, v in group.items() if k != "params")
+            lines.append(f"  group {i}: {len(group['params'])} params, {hp}")
+        return "\n".join(lines + [")"])
+
+
+def _restore(value, p: Tensor):
+    """A saved state entry as a fresh backend array on ``p``'s device (other values as is)."""
+    if isinstance(value, Tensor):
+        value = value.data
+    if hasattr(value, "dtype") and hasattr(value, "shape"):
+        dtype = state_dtype(p.dtype) if is_floating(value.dtype) else value.dtype
+        arr = B.to_device(value, p.device)
+        return arr.astype(dtype, copy=True)
+    return value

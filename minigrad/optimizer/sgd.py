@@ -1,0 +1,89 @@
+"""Stochastic gradient descent: momentum, dampening, weight decay, Nesterov (PyTorch rule)."""
+
+from __future__ import annotations
+
+from .. import _backend as B
+from .optimizer import Optimizer, state_dtype
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    """SGD with the PyTorch update rule.
+
+    ``g = grad + weight_decay * p``; with momentum, ``buf = g`` on the first step and
+    ``buf = momentum * buf + (1 - dampening) * g`` afterwards, then ``g = g + momentum * buf``
+    (Nesterov) or ``g = buf``; finally ``p -= lr * g``.
+
+    Args:
+        params: Parameters or parameter-group dicts.
+        lr: learning rate.
+        momentum: momentum factor (0 disables the buffer).
+        dampening: dampening of the momentum.
+        weight_decay: L2 penalty added to the gradient.
+        nesterov: Nesterov momentum (needs momentum > 0 and dampening == 0).
+
+    Example:
+        >>> import minigrad as mg
+        >>> from minigrad.optimizer import SGD
+        >>> w = mg.Parameter([1.0, 2.0])
+        >>> w.grad = mg.tensor([0.5, 0.5])
+        >>> _ = SGD([w], lr=0.1).step().clear_grad()
+        >>> w.numpy().tolist()
+        [0.949999988079071, 1.9500000476837158]
+    """
+
+    def __init__(self, params, lr: float, momentum: float = 0.0, dampening: float = 0.0,
+                 weight_decay: float = 0.0, nesterov: bool = False):
+        if lr < 0:
+            raise ValueError(f"SGD: invalid learning rate {lr} (must be >= 0)")
+        if momentum < 0:
+            raise ValueError(f"SGD: invalid momentum {momentum} (must be >= 0)")
+        if weight_decay < 0:
+            raise ValueError(f"SGD: invalid weight_decay {weight_decay} (must be >= 0)")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("SGD: nesterov=True needs momentum > 0 and dampening = 0")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
+                                      weight_decay=weight_decay, nesterov=nesterov))
+
+    def _update_group(self, group: dict) -> None:
+        lr = group["lr"]
+        momentum = group["momentum"]
+        damp = 1.0 - group["dampening"]
+        wd = group["weight_decay"]
+        nesterov = group["nesterov"]
+        state = self.state
+        for p in group["params"]:
+            grad = p.grad
+            if grad is None:
+                continue
+            data = p.data
+            sd = state_dtype(data.dtype)
+            low = data.dtype != sd
+            # Low-precision weights: do the math in float32 and round once at the end.
+            w = data.astype(sd) if low else data
+            g = grad.data
+            if g.dtype != sd:
+                g = g.astype(sd)
+            if wd != 0:
+                g = g + wd * w  # out of place: p.grad itself is never modified
+            if momentum != 0:
+                st = state.get(p)
+                if st is None:
+                    buf = g.astype(sd, copy=True)
+                    state[p] = {"momentum_buffer": buf}
+                else:
+                    buf = st["momentum_buffer"]
+                    buf *= momentum
+                    if damp != 1.0:
+                        buf += damp * g
+                    else:
+                        buf += g
+                g = g + momentum * buf if nesterov else buf
+            xp = B.get_array_module(data)
+            if low:
+                w -= lr * g
+                xp.copyto(data, w, casting="unsafe")
+            else:
+                xp.subtract(data, lr * g, out=data)
+            p._version += 1
