@@ -26,6 +26,7 @@ import time
 import numpy as np
 
 from . import _backend as B
+from . import amp
 from . import cuda
 from . import functional as F
 from ._backend import random as _random
@@ -66,16 +67,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="use only the first N training and test images (quick runs, tests)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     return p
-
-
-def _import_amp():
-    try:
-        from . import amp
-        amp.autocast, amp.GradScaler  # noqa: B018 - fail here, not mid-epoch
-    except (ImportError, AttributeError) as e:
-        raise SystemExit(f"minigrad-train: mixed precision is unavailable ({e}); run with "
-                         "--no-amp") from e
-    return amp
 
 
 def _progress(iterable, enabled: bool, **kw):
@@ -150,7 +141,6 @@ def main(argv=None) -> dict:
     device = B.normalize_device(args.device or ("cuda" if cuda.is_available() else "cpu"))
     use_amp = not args.no_amp
     amp_dtype = "bfloat16" if args.bf16 else "float16"
-    amp = _import_amp() if use_amp else None
     os.makedirs(args.out, exist_ok=True)
     ckpt_path = os.path.join(args.out, CHECKPOINT)
 
@@ -251,6 +241,8 @@ def main(argv=None) -> dict:
               "history": history, "config": config}, ckpt_path)
 
     curves = _plot(history, os.path.join(args.out, "curves.png")) if history["loss"] else None
+    if fp16 and scaler.history and curves is not None:  # the loss scale over steps, skips marked
+        amp.plot_scaler(scaler, os.path.join(args.out, "scale.png"))
     skipped = scaler.skipped_steps if scaler is not None else 0
     final_acc = history["test_acc"][-1] if history["test_acc"] else float("nan")
     print(f"done: test accuracy {final_acc:.2%} after {len(history['test_acc'])} epochs "

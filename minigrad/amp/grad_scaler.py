@@ -29,6 +29,7 @@ import warnings
 import numpy as np
 
 from .. import _backend as B
+from .._backend.fused import unscale_and_check
 from ..autodiff.engine import default_grad
 from ..functional.cast import cast
 from ..tensor import Tensor
@@ -60,6 +61,9 @@ class GradScaler:
         enabled: False turns every method into a pass-through.
         min_scale: the scale never backs off below this (None: no floor).
         max_consecutive_skips: warn after this many skipped iterations in a row (None: 50).
+        debug_overflow: ``True``/``"raise"`` or ``"warn"``: while the scaler lives, check every
+            backward pass for the first op that made inf/NaN and raise/warn naming it
+            (``minigrad.amp.debug``); ``history`` entries then carry its location in ``where``.
 
     PyTorch usage::
 
@@ -78,7 +82,8 @@ class GradScaler:
 
     def __init__(self, init_scale: float = 2.0 ** 16, growth_factor: float = 2.0,
                  backoff_factor: float = 0.5, growth_interval: int = 2000, enabled: bool = True,
-                 *, min_scale: float | None = None, max_consecutive_skips: int | None = None):
+                 *, min_scale: float | None = None, max_consecutive_skips: int | None = None,
+                 debug_overflow=False):
         if not init_scale > 0 or not math.isfinite(init_scale):
             raise ValueError(f"GradScaler: init_scale must be a finite number > 0, got "
                              f"{init_scale}")
@@ -103,6 +108,28 @@ class GradScaler:
         self.last_step_skipped = False
         self.history: collections.deque = collections.deque(maxlen=10_000)
         self._reset_iteration()
+        self._debug_watch = None
+        self.debug_overflow = debug_overflow
+
+    @property
+    def debug_overflow(self):
+        """False, or the action (``"raise"``/``"warn"``) of the backward overflow watch."""
+        return False if self._debug_watch is None else self._debug_watch.action
+
+    @debug_overflow.setter
+    def debug_overflow(self, action) -> None:
+        from . import debug  # lazily: debugging is off in normal runs
+
+        if self._debug_watch is not None:
+            debug.unwatch(self._debug_watch)
+            self._debug_watch = None
+        if action:
+            self._debug_watch = debug.watch_scaler(self, action)
+
+    def get_history(self) -> list:
+        """``history`` as a list of plain dicts (step, scale, new_scale, found_inf, reason,
+        where), oldest first; ``amp.plot_scaler`` draws it."""
+        return [dict(h) for h in self.history]
 
     def _reset_iteration(self):
         self._opt_states: dict = {}      # id(opt) -> {"stage", "found_inf", "opt"}
@@ -193,7 +220,7 @@ class GradScaler:
     def _unscale_tensors(self, params, who: str) -> bool:
         """Unscale ``p.grad`` of every param; return whether anything was inf/NaN (1 sync)."""
         inv = 1.0 / self._scale  # float64 on the host
-        flags = []
+        flags, owners, grads = [], [], []
         for p in params:
             g = p.grad
             if g is None:
@@ -204,17 +231,16 @@ class GradScaler:
                     "fp16 gradients loses the small values scaling protects. Keep parameters in "
                     "float32 under autocast (fp32 master weights: amp O1/O2 keep parameters "
                     "fp32) and let autocast cast them per op")
-            d = g.data
-            xp = B.get_array_module(d)
-            if d.dtype == B.float64:
-                u = d * inv
-            elif d.dtype == B.float32:
-                u = d * np.float32(inv)
-            else:  # bfloat16: compute in float32, round once
-                u = (d.astype(np.float32) * np.float32(inv)).astype(d.dtype)
-            # A new array, not in place: the engine may share one gradient between parameters.
-            p.grad = _make(u, False, None, 0)
-            flags.append(xp.isfinite(u).all())
+            owners.append(p)
+            grads.append(g.data)
+        if grads:
+            # One fused multiply + inf/NaN flag per dtype group (_backend/fused.py): new arrays,
+            # not in place, since the engine may share one gradient between parameters. float64
+            # math for float64 grads, float32 otherwise (bfloat16 rounded once).
+            unscaled, found = unscale_and_check(grads, inv)
+            for p, u in zip(owners, unscaled):
+                p.grad = _make(u, False, None, 0)
+            flags.append(found == 0)
         lflags = [B.get_array_module(a).isfinite(a).all() for a in self._pending_losses]
         self._pending_losses = []
         if not flags and not lflags:
@@ -355,7 +381,8 @@ class GradScaler:
                 reason = "nonfinite_loss" if self._loss_nonfinite else "grad_overflow"
             self.history.append({"step": self.total_steps, "scale": used,
                                  "new_scale": self._scale, "found_inf": found_inf,
-                                 "reason": reason})
+                                 "reason": reason, "where": self._debug_watch.where()
+                                 if self._debug_watch is not None else None})
             self.total_steps += 1
         self.last_step_skipped = found_inf
         if not found_inf:

@@ -6,12 +6,19 @@ precision policy cleared: every node replays the dtypes it recorded in forward (
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+
 from .._backend.dtypes import is_floating
 from ..tensor import Tensor
 from .function import dispatch_hooks, dispatch_policy
 from .grad_mode import grad_enabled
 
-__all__ = ["run_backward", "grad"]
+__all__ = ["run_backward", "grad", "current_backward_node"]
+
+# The node whose backward is running, for debug hooks (dtype trace, overflow localisation) that
+# attribute ops dispatched inside a backward to it. Set only while hooks are installed, so a
+# normal backward pays nothing for it.
+current_backward_node: ContextVar = ContextVar("minigrad_backward_node", default=None)
 
 
 def _freed_error(fn) -> RuntimeError:
@@ -112,7 +119,14 @@ def run_backward(roots, grad_roots, *, retain_graph=False, create_graph=False,
                 if g is None:
                     shape, dtype = fn.out_meta[i] if fn.n_outputs > 1 else (None, None)
                     grads[i] = Tensor._make(_zeros_like_meta(fn, shape, dtype), False, None, 0)
-            gins = fn.backward(*grads)
+            if hooks:
+                node_token = current_backward_node.set(fn)
+                try:
+                    gins = fn.backward(*grads)
+                finally:
+                    current_backward_node.reset(node_token)
+            else:
+                gins = fn.backward(*grads)
             if type(gins) is not tuple:
                 gins = (gins,)
             if len(gins) != len(fn.inputs):
