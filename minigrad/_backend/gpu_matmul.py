@@ -3,59 +3,103 @@
 CuPy runs 2-D float16/bfloat16 ``matmul`` through cublasGemmEx with Tensor Cores, but upcasts
 batched (ndim > 2) float16 to float32 and fails on batched bfloat16 (AMP_REFERENCE section 3).
 So batched products are folded into one 2-D GEMM when ``b`` is shared across the batch, and
-otherwise run as a loop-free strided-batched GEMM.
+otherwise run as one loop-free ``cublasGemmStridedBatchedEx``.
+
+Only imported when an operand is a CuPy array (``kernels.matmul`` imports it lazily).
 """
 
 from __future__ import annotations
 
 import cupy
+import numpy as np
 
-from .dtypes import float32, is_low_precision
+from .dtypes import bfloat16, float16, float32, is_low_precision, widest_float
 from .kernels import last_matmul_path
+
+__all__ = ["matmul"]
+
+# cudaDataType / cublasComputeType_t / cublasGemmAlgo_t values from the CUDA headers
+# (library_types.h, cublas_api.h). Spelled out because ``cupy.cuda.runtime`` only exports
+# CUDA_R_16F and older ones, not CUDA_R_16BF.
+_CUDA_R_16F = 2
+_CUDA_R_16BF = 14
+_CUBLAS_COMPUTE_32F = 68
+_CUBLAS_GEMM_DEFAULT_TENSOR_OP = 99
+_CUDA_TYPE = {float16: _CUDA_R_16F, bfloat16: _CUDA_R_16BF}
+
+# alpha/beta live on the host: with CUBLAS_POINTER_MODE_HOST cuBLAS reads them at enqueue time,
+# so no device allocation or copy per call (and the call is CUDA-graph capturable).
+_ONE = np.ones((), np.float32)
+_ZERO = np.zeros((), np.float32)
 
 
 def matmul(a, b):
-    if not (is_low_precision(a.dtype) and a.dtype == b.dtype) or (a.ndim <= 2 and b.ndim <= 2):
+    """``a @ b`` for CuPy arrays; fp16/bf16 accumulate in fp32 on Tensor Cores."""
+    if a.dtype != b.dtype and (is_low_precision(a.dtype) or is_low_precision(b.dtype)):
+        # Mixed precision (fp16 @ fp32, fp16 @ bf16, bf16 @ fp64): compute in the widest
+        # floating type, which is float32 for fp16 with bf16 (neither holds the other).
+        wide = widest_float((a.dtype, b.dtype)) or float32
+        a, b = a.astype(wide), b.astype(wide)
+    if not is_low_precision(a.dtype) or (a.ndim <= 2 and b.ndim <= 2):
         last_matmul_path["path"] = "cupy-2d" if a.ndim <= 2 and b.ndim <= 2 else "cupy"
-        if is_low_precision(a.dtype) != is_low_precision(b.dtype):
-            a, b = a.astype(float32), b.astype(float32)
         return cupy.matmul(a, b)
-    if b.ndim == 2:  # (..., m, k) @ (k, n): fold the batch into the rows of one GEMM
+    if b.ndim <= 2:  # (..., m, k) @ (k, n) or (k,): fold the batch into the rows of one GEMM
         last_matmul_path["path"] = "cupy-folded-2d"
         lead = a.shape[:-1]
-        out = cupy.matmul(cupy.ascontiguousarray(a).reshape(-1, a.shape[-1]), b)
-        return out.reshape(*lead, b.shape[-1])
+        b2 = b[:, None] if b.ndim == 1 else b
+        out = cupy.matmul(cupy.ascontiguousarray(a).reshape(-1, a.shape[-1]), b2)
+        return out.reshape(lead) if b.ndim == 1 else out.reshape(*lead, b.shape[-1])
     last_matmul_path["path"] = "cublas-strided-batched"
+    if a.ndim == 1:  # (k,) @ (..., k, n): a row vector, squeezed afterwards (NumPy rule)
+        return _strided_batched(a[None, :], b)[..., 0, :]
     return _strided_batched(a, b)
 
 
 def _strided_batched(a, b):
+    """Batched GEMM (``a.ndim >= 2``, ``b.ndim >= 3``) in one cublasGemmStridedBatchedEx."""
     from cupy.cuda import cublas, device
 
-    batch = cupy.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    a = cupy.ascontiguousarray(cupy.broadcast_to(a, batch + a.shape[-2:]))
-    b = cupy.ascontiguousarray(cupy.broadcast_to(b, batch + b.shape[-2:]))
     m, k = a.shape[-2:]
+    if b.shape[-2] != k:
+        raise ValueError(f"matmul: inner dimensions differ: a {a.shape} @ b {b.shape}; "
+                         "a.shape[-1] must equal b.shape[-2]")
     n = b.shape[-1]
+    batch = cupy.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     count = 1
     for s in batch:
         count *= s
     out = cupy.empty(batch + (m, n), dtype=a.dtype)
     if count == 0 or m == 0 or n == 0:
         return out
-    dt = cupy.cuda.runtime.CUDA_R_16BF if a.dtype.name == "bfloat16" else cupy.cuda.runtime.CUDA_R_16F
-    alpha = cupy.array(1.0, dtype=float32)
-    beta = cupy.array(0.0, dtype=float32)
-    handle = device.get_cublas_handle()
-    # cuBLAS is column-major: C^T = B^T A^T, so pass b first with swapped m/n.
-    mode = cublas.getPointerMode(handle)
-    cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_DEVICE)
-    try:
-        cublas.gemmStridedBatchedEx(
-            handle, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, n, m, k,
-            alpha.data.ptr, b.data.ptr, dt, n, k * n, a.data.ptr, dt, k, m * k,
-            beta.data.ptr, out.data.ptr, dt, n, m * n, count,
-            cublas.CUBLAS_COMPUTE_32F, cublas.CUBLAS_GEMM_DEFAULT_TENSOR_OP)
-    finally:
-        cublas.setPointerMode(handle, mode)
+    if k == 0:
+        out.fill(0)
+        return out
+    # A 2-D operand is shared by every batch entry: stride 0, no broadcast copy.
+    a, stride_a = _batched_operand(a, batch, m * k)
+    b, stride_b = _batched_operand(b, batch, k * n)
+    dt = _CUDA_TYPE[a.dtype]
+    with a.device:
+        handle = device.get_cublas_handle()
+        mode = cublas.getPointerMode(handle)
+        cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
+        try:
+            # cuBLAS is column-major. A row-major (r, c) matrix is its column-major transpose,
+            # so C = A @ B is computed as C^T = B^T @ A^T: b goes first, m and n swap, and each
+            # leading dimension is the row length of the row-major matrix (n for b and C, k for a).
+            cublas.gemmStridedBatchedEx(
+                handle, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, n, m, k,
+                _ONE.ctypes.data, b.data.ptr, dt, n, stride_b,
+                a.data.ptr, dt, k, stride_a,
+                _ZERO.ctypes.data, out.data.ptr, dt, n, m * n,
+                count, _CUBLAS_COMPUTE_32F, _CUBLAS_GEMM_DEFAULT_TENSOR_OP)
+        finally:
+            cublas.setPointerMode(handle, mode)
     return out
+
+
+def _batched_operand(x, batch, mat_size):
+    """A C-contiguous operand for the strided-batched GEMM and its batch stride (elements)."""
+    if x.ndim == 2:
+        return cupy.ascontiguousarray(x), 0
+    x = cupy.ascontiguousarray(cupy.broadcast_to(x, batch + x.shape[-2:]))
+    return x, mat_size

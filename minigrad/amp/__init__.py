@@ -24,8 +24,30 @@ import types
 from . import policy
 from .autocast import _Global, autocast, get_autocast_dtype, is_autocast_enabled
 from .grad_scaler import GradScaler, StaticGradScaler
+from .master_weights import master_weights
+from .o_levels import DynamicLossScaleManager, FixedLossScaleManager, build_train_network
+from .advisor import PolicyAdvice, suggest_policy
+from .debug import AmpOverflowError, AmpOverflowWarning, OverflowReport, debug_overflow
+from .telemetry import GradStats, grad_stats, plot_scaler, scaler_summary
+from .trace import Trace, trace
 
 __all__ = [
+    "DynamicLossScaleManager",
+    "FixedLossScaleManager",
+    "build_train_network",
+    "master_weights",
+    "AmpOverflowError",
+    "AmpOverflowWarning",
+    "GradStats",
+    "OverflowReport",
+    "PolicyAdvice",
+    "Trace",
+    "debug_overflow",
+    "grad_stats",
+    "plot_scaler",
+    "scaler_summary",
+    "suggest_policy",
+    "trace",
     "GradScaler",
     "StaticGradScaler",
     "autocast",

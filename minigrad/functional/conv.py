@@ -19,7 +19,7 @@ rounded output); col2im sums overlapping windows in fp32 and rounds once.
 
 from __future__ import annotations
 
-from .._backend import get_array_module, kernels
+from .._backend import cudnn_conv, get_array_module, kernels
 from .._backend.dtypes import float32, is_low_precision, widest_float
 from ..autodiff.function import Function
 from ..tensor import Tensor
@@ -78,7 +78,19 @@ def _gy_matrix(gy, groups):
     return gy.transpose(1, 2, 3, 0).reshape(groups, o // groups, oh * ow * n)
 
 
+def _add_bias(y, b):
+    """Add a per-channel bias to an NCHW result of the cuDNN path (in place, y's dtype)."""
+    if b is not None:
+        y += b.reshape(1, -1, 1, 1).astype(y.dtype, copy=False)
+    return y
+
+
 def _conv_forward(x, w, b, out_hw, stride, padding, dilation, groups):
+    # --- cuDNN (GPU fp16/bf16 with nvidia-cudnn-frontend); None: use im2col below ---
+    y = cudnn_conv.forward(x, w, stride, padding, dilation, groups)
+    if y is not None:
+        return _add_bias(y, b)
+    # --- end cuDNN dispatch ---
     x, w, out_dtype = _lowp_operands(x, w)
     n = x.shape[0]
     o, cg, kh, kw = w.shape
@@ -95,6 +107,11 @@ def _conv_forward(x, w, b, out_hw, stride, padding, dilation, groups):
 
 def _conv_data_grad(gy, w, b, in_hw, stride, padding, dilation, groups):
     """Transposed convolution: GEMM to columns, then col2im by adding one slice per offset."""
+    # --- cuDNN (GPU fp16/bf16 with nvidia-cudnn-frontend); None: use im2col below ---
+    gx = cudnn_conv.data_grad(gy, w, in_hw, stride, padding, dilation, groups)
+    if gx is not None:
+        return _add_bias(gx, b)
+    # --- end cuDNN dispatch ---
     gy, w, out_dtype = _lowp_operands(gy, w)
     xp = get_array_module(gy)
     n, o, oh, ow = gy.shape
@@ -119,6 +136,11 @@ def _conv_data_grad(gy, w, b, in_hw, stride, padding, dilation, groups):
 
 
 def _conv_weight_grad(x, gy, w_shape, stride, padding, dilation, groups):
+    # --- cuDNN (GPU fp16/bf16 with nvidia-cudnn-frontend); None: use im2col below ---
+    gw = cudnn_conv.weight_grad(x, gy, w_shape, stride, padding, dilation, groups)
+    if gw is not None:
+        return gw
+    # --- end cuDNN dispatch ---
     x, gy, out_dtype = _lowp_operands(x, gy)
     n, _, oh, ow = gy.shape
     cg, kh, kw = w_shape[1:]

@@ -8,6 +8,7 @@ from ..tensor import Parameter
 from . import init, utils
 from .activation import GELU, LeakyReLU, PReLU, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .attention import MultiheadAttention
+from .cells import TrainOneStepWithLossScaleCell, WithLossCell
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .dropout import Dropout
@@ -61,6 +62,8 @@ __all__ = [
     "Sigmoid",
     "Softmax",
     "Tanh",
+    "TrainOneStepWithLossScaleCell",
+    "WithLossCell",
     "current_module_path",
     "init",
     "utils",

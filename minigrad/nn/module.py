@@ -15,7 +15,8 @@ from itertools import count
 import numpy as np
 
 from .. import _backend as B
-from .._backend.dtypes import is_floating, normalize_dtype
+from .._backend.dtypes import bfloat16, float16, float32, is_floating, normalize_dtype
+from ..autodiff.function import dispatch_policy
 from ..tensor import Parameter, Tensor
 
 __all__ = ["IncompatibleKeys", "Module", "RemovableHandle", "current_module_path"]
@@ -23,6 +24,15 @@ __all__ = ["IncompatibleKeys", "Module", "RemovableHandle", "current_module_path
 # The path of module names from the root to the module whose forward is running, e.g.
 # ("", "layer1", "0", "conv1"). Roots are named "". Read by minigrad.amp's debugging tools.
 current_module_path: ContextVar[tuple] = ContextVar("minigrad_module_path", default=())
+
+# Per-module precision (``to_float`` / ``add_flags_recursive``) is data kept on the module; the
+# policy that acts on it belongs to minigrad.amp, which sits above nn. amp fills this slot when it
+# is imported: ``factory(dtype, current_policy) -> (policy, owned_cache)`` where ``policy`` goes
+# into ``dispatch_policy`` for the module's forward, ``policy.cast_value(t)`` casts one boundary
+# input, and ``owned_cache`` (or None) is cleared when the call returns.
+_precision_policy_factory = None
+
+_PRECISION_FLAGS = {"fp16": float16, "fp32": float32, "bf16": bfloat16}
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
@@ -72,8 +82,11 @@ class Module:
 
     # Name under which the parent holds this module ("" for a root); see current_module_path.
     _name = ""
-    # Precision a later AMP feature may pin this module to; Module itself never reads it.
+    # Compute dtype set by to_float/add_flags_recursive (None: follow the caller). Explicit when
+    # set on this module itself; inherited when a parent's add_flags_recursive set it, in which
+    # case a later parent call never overrides an explicit child (nearest explicit setting wins).
     _compute_dtype = None
+    _precision_explicit = False
 
     def __init__(self):
         d = self.__dict__
@@ -190,6 +203,8 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} does not implement forward()")
 
     def __call__(self, *args, **kwargs):
+        if self._compute_dtype is not None:
+            return self._call_in_precision(args, kwargs)
         if self._forward_pre_hooks or self._forward_hooks:
             return self._call_with_hooks(args, kwargs)
         token = current_module_path.set(current_module_path.get() + (self._name,))
@@ -213,6 +228,31 @@ class Module:
             return out
         finally:
             current_module_path.reset(token)
+
+    def _call_in_precision(self, args, kwargs):
+        factory = _precision_policy_factory
+        if factory is None:  # amp registers the factory on import; import it on first need
+            import minigrad.amp  # noqa: F401
+
+            factory = globals()["_precision_policy_factory"]
+        policy, owned = factory(self._compute_dtype, dispatch_policy.get())
+        cast = policy.cast_value
+        args = tuple([cast(a) if isinstance(a, Tensor) else a for a in args])
+        if kwargs:
+            kwargs = {k: cast(v) if isinstance(v, Tensor) else v for k, v in kwargs.items()}
+        token = dispatch_policy.set(policy)
+        try:
+            if self._forward_pre_hooks or self._forward_hooks:
+                return self._call_with_hooks(args, kwargs)
+            path_token = current_module_path.set(current_module_path.get() + (self._name,))
+            try:
+                return self.forward(*args, **kwargs)
+            finally:
+                current_module_path.reset(path_token)
+        finally:
+            dispatch_policy.reset(token)
+            if owned is not None:
+                owned.clear()
 
     def register_forward_pre_hook(self, hook) -> RemovableHandle:
         """``hook(module, args)`` runs before forward; a non-None return replaces ``args``."""
@@ -431,6 +471,63 @@ class Module:
 
     def bfloat16(self) -> Module:
         return self.astype(B.bfloat16)
+
+    # ------------------------------------------------------------------ precision
+    def to_float(self, dtype) -> Module:
+        """Run this module (and every descendant without its own setting) in ``dtype``.
+
+        MindSpore's ``Cell.to_float``. Floating inputs are cast to ``dtype`` when the module is
+        called and every op inside runs in it (parameters are cast per op through the AMP
+        weight-cast cache; BatchNorm statistics and parameters keep their dtype; reductions
+        still accumulate in float32). A descendant's own setting wins over this one.
+
+        Args:
+            dtype: ``"float16"``, ``"bfloat16"`` or ``"float32"`` (None clears the setting).
+
+        Returns:
+            self, so it can be chained: ``self.fc = nn.Linear(4, 2).to_float(mg.float32)``.
+        """
+        if dtype is not None:
+            dtype = normalize_dtype(dtype)
+            if dtype not in (float16, bfloat16, float32):
+                raise ValueError(f"{type(self).__name__}.to_float: dtype must be float16, "
+                                 f"bfloat16 or float32, got {dtype}")
+        object.__setattr__(self, "_compute_dtype", dtype)
+        object.__setattr__(self, "_precision_explicit", dtype is not None)
+        stack = list(self.children())
+        seen = {id(self)}
+        while stack:
+            m = stack.pop()
+            if id(m) in seen or m._precision_explicit:
+                continue  # an explicit setting (and its subtree) keeps its own dtype
+            seen.add(id(m))
+            object.__setattr__(m, "_compute_dtype", dtype)
+            stack.extend(m.children())
+        return self
+
+    def add_flags_recursive(self, **flags) -> Module:
+        """MindSpore's precision flags: ``fp16=True``, ``bf16=True`` or ``fp32=True``.
+
+        Same as ``to_float`` with the matching dtype; all given flags False clears the setting.
+
+        Returns:
+            self, so ``nn.Dense(84, 10).add_flags_recursive(fp32=True)`` can be assigned.
+        """
+        unknown = set(flags) - set(_PRECISION_FLAGS)
+        if unknown:
+            raise TypeError(f"{type(self).__name__}.add_flags_recursive: unsupported flags "
+                            f"{sorted(unknown)}; minigrad supports the precision flags "
+                            f"{sorted(_PRECISION_FLAGS)}")
+        on = [k for k, v in flags.items() if v]
+        if len(on) > 1:
+            raise ValueError(f"{type(self).__name__}.add_flags_recursive: flags {on} conflict; "
+                             "set exactly one of fp16/bf16/fp32 to True")
+        return self.to_float(_PRECISION_FLAGS[on[0]] if on else None)
+
+    @property
+    def compute_dtype(self):
+        """The dtype set by ``to_float``/``add_flags_recursive`` (None: the caller's)."""
+        return self._compute_dtype
 
     # ------------------------------------------------------------------ repr
     def extra_repr(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from .. import _backend as B
+from .._backend import fused
 from .optimizer import Optimizer, state_dtype
 
 __all__ = ["Adam", "AdamW"]
@@ -62,10 +63,6 @@ class Adam(Optimizer):
             xp = B.get_array_module(data)
             sd = state_dtype(data.dtype)
             low = data.dtype != sd
-            w = data.astype(sd) if low else data
-            g = grad.data
-            if g.dtype != sd:
-                g = g.astype(sd)
             st = state.get(p)
             if st is None:
                 st = state[p] = {"step": 0, "exp_avg": xp.zeros(data.shape, sd),
@@ -73,6 +70,18 @@ class Adam(Optimizer):
                 if amsgrad:
                     st["max_exp_avg_sq"] = xp.zeros(data.shape, sd)
             t = st["step"] = st["step"] + 1
+            if fused.use_fused(data):  # GPU: the whole update is one kernel (_backend/fused.py)
+                vmax = fused.adam_update(data, grad.data, st["exp_avg"], st["exp_avg_sq"],
+                                         st.get("max_exp_avg_sq"), t, lr, beta1, beta2, eps,
+                                         wd, decoupled, amsgrad)
+                if amsgrad:
+                    st["max_exp_avg_sq"] = vmax
+                p._version += 1
+                continue
+            w = data.astype(sd) if low else data
+            g = grad.data
+            if g.dtype != sd:
+                g = g.astype(sd)
             if wd != 0:
                 if decoupled:
                     w *= 1.0 - lr * wd

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import _backend as B
+from .._backend import fused
 from .optimizer import Optimizer, state_dtype
 
 __all__ = ["SGD"]
@@ -58,6 +59,15 @@ class SGD(Optimizer):
             if grad is None:
                 continue
             data = p.data
+            if fused.use_fused(data):  # GPU: the whole update is one kernel (_backend/fused.py)
+                st = state.get(p)
+                buf = fused.sgd_update(data, grad.data, None if st is None else
+                                       st["momentum_buffer"], lr, momentum, group["dampening"],
+                                       wd, nesterov)
+                if buf is not None and st is None:
+                    state[p] = {"momentum_buffer": buf}
+                p._version += 1
+                continue
             sd = state_dtype(data.dtype)
             low = data.dtype != sd
             # Low-precision weights: do the math in float32 and round once at the end.

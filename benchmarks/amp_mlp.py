@@ -1,0 +1,259 @@
+"""Seed 004's AMP benchmark (PyTorch AMP recipe), minigrad vs PyTorch on one GPU.
+
+The recipe exactly: an MLP of 3 Linear layers (4096 -> 4096, ReLU between), batch 512, 50
+batches of random data, 3 epochs, SGD lr 0.001, MSE loss; default precision (float32) and mixed
+precision (float16 autocast + GradScaler). For each it reports the total time and the peak memory
+held by tensors (``mg.cuda.max_memory_allocated`` / ``torch.cuda.max_memory_allocated``) for
+minigrad eager, minigrad ``nn.Graph`` and PyTorch eager (when importable), all from the same data
+and the same initial weights. ``--batch-sizes 128,256,512,513`` runs the recipe's other sizes.
+
+    python benchmarks/amp_mlp.py [--batch-sizes 512] [--out benchmarks/results/DATE-DEVICE.md]
+    python benchmarks/amp_mlp.py --cpu-smoke      # tiny sizes on the CPU (no GPU needed)
+
+Without a GPU (and without ``--cpu-smoke``) it prints why and exits with status 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gc
+import platform
+import sys
+import time
+
+import numpy as np
+
+import minigrad as mg
+from minigrad import amp
+
+# ----------------------------------------------------------------------------- shared helpers
+# (amp_resnet.py and matmul_peak.py import these: benchmarks/ is a folder of scripts)
+
+
+def device_name(gpu: bool) -> str:
+    """The GPU's name (CUDA device 0), or the CPU's."""
+    if gpu:
+        props = mg._backend.cupy.cuda.runtime.getDeviceProperties(0)
+        name = props["name"]
+        return name.decode() if isinstance(name, bytes) else str(name)
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def import_torch(gpu: bool):
+    """``torch`` when importable (and CUDA-enabled when ``gpu``), else None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if gpu and not torch.cuda.is_available():
+        return None
+    return torch
+
+
+def markdown_table(headers, rows) -> str:
+    """A GitHub-markdown table; floats printed with 3 decimals."""
+    def fmt(v):
+        return f"{v:.3f}" if isinstance(v, float) else str(v)
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(fmt(v) for v in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def emit(title: str, notes: str, table: str, out: str | None) -> None:
+    """Print the table; with ``out``, append it (titled, dated) to that markdown file."""
+    print(f"\n{title}\n{notes}\n\n{table}")
+    if out:
+        stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+        with open(out, "a", encoding="utf-8") as f:
+            f.write(f"\n## {title} ({stamp})\n\n{notes}\n\n{table}\n")
+
+
+def no_gpu_exit(script: str) -> int:
+    print(f"{script}: no GPU (CuPy is missing or sees no device), so there is nothing to "
+          "benchmark here. Run it on a machine with an NVIDIA GPU and cupy-cuda12x/13x, or pass "
+          "--cpu-smoke for a tiny CPU run that only checks the script works.")
+    return 0
+
+
+def mib(nbytes) -> str:
+    return "n/a" if nbytes is None else f"{nbytes / 2 ** 20:.0f}"
+
+
+# ----------------------------------------------------------------------------- the recipe
+def make_model(in_size, out_size, num_layers, device):
+    layers = []
+    for _ in range(num_layers - 1):
+        layers += [mg.nn.Linear(in_size, in_size), mg.nn.ReLU()]
+    layers.append(mg.nn.Linear(in_size, out_size))
+    return mg.nn.Sequential(*layers).to(device)
+
+
+def torch_copy(torch, net, device):
+    """The same MLP in PyTorch with minigrad's initial weights."""
+    layers = []
+    for m in net:
+        if isinstance(m, mg.nn.Linear):
+            t = torch.nn.Linear(m.weight.shape[1], m.weight.shape[0])
+            with torch.no_grad():
+                t.weight.copy_(torch.from_numpy(m.weight.numpy()))
+                t.bias.copy_(torch.from_numpy(m.bias.numpy()))
+            layers.append(t)
+        else:
+            layers.append(torch.nn.ReLU())
+    return torch.nn.Sequential(*layers).to(device)
+
+
+class _Step(mg.nn.Graph):
+    """One training step as an ``nn.Graph`` (OneFlow style)."""
+
+    def __init__(self, net, loss_fn, opt, mixed):
+        super().__init__()
+        self.net, self.loss_fn = net, loss_fn
+        self.add_optimizer(opt)
+        if mixed:
+            self.config.enable_amp(True)
+            self.set_grad_scaler(amp.GradScaler())
+
+    def build(self, x, t):
+        loss = self.loss_fn(self.net(x), t)
+        loss.backward()
+        return loss
+
+
+def _timed(run, sync, reset, peak):
+    gc.collect()
+    reset()
+    sync()
+    t0 = time.perf_counter()
+    loss = run()
+    sync()
+    return time.perf_counter() - t0, peak(), loss
+
+
+def run_minigrad(cfg, data, targets, mixed, graph, device):
+    mg.manual_seed(0)
+    net = make_model(cfg.in_size, cfg.out_size, cfg.layers, device)
+    opt = mg.optimizer.SGD(net.parameters(), lr=0.001)
+    loss_fn = mg.nn.MSELoss()
+    scaler = amp.GradScaler(enabled=mixed)
+    step = _Step(net, loss_fn, opt, mixed) if graph else None
+
+    def run():
+        loss = None
+        for _ in range(cfg.epochs):
+            for x, t in zip(data, targets):
+                if step is not None:
+                    loss = step(x, t)
+                    continue
+                with amp.autocast(dtype="float16", enabled=mixed):
+                    loss = loss_fn(net(x), t)
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+                opt.zero_grad()
+        return float(loss.item())
+
+    return _timed(run, mg.cuda.synchronize, mg.cuda.reset_peak_memory_stats,
+                  lambda: mg.cuda.max_memory_allocated() if device != "cpu" else None)
+
+
+def run_torch(torch, cfg, data, targets, mixed, device):
+    mg.manual_seed(0)
+    net = torch_copy(torch, make_model(cfg.in_size, cfg.out_size, cfg.layers, "cpu"), device)
+    opt = torch.optim.SGD(net.parameters(), lr=0.001)
+    loss_fn = torch.nn.MSELoss()
+    dev_type = "cuda" if device != "cpu" else "cpu"
+    scaler = torch.amp.GradScaler(dev_type, enabled=mixed)
+    xs = [torch.from_numpy(a).to(device) for a in data]
+    ts = [torch.from_numpy(a).to(device) for a in targets]
+
+    def run():
+        loss = None
+        for _ in range(cfg.epochs):
+            for x, t in zip(xs, ts):
+                with torch.autocast(device_type=dev_type, dtype=torch.float16, enabled=mixed):
+                    loss = loss_fn(net(x), t)
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+                opt.zero_grad()
+        return float(loss.item())
+
+    gpu = device != "cpu"
+    return _timed(run, torch.cuda.synchronize if gpu else (lambda: None),
+                  torch.cuda.reset_peak_memory_stats if gpu else (lambda: None),
+                  (lambda: torch.cuda.max_memory_allocated()) if gpu else (lambda: None))
+
+
+def bench(cfg, batch, device, torch):
+    """Rows (framework, precision, batch, seconds, peak MiB, final loss) for one batch size."""
+    rng = np.random.default_rng(0)
+    data = [rng.standard_normal((batch, cfg.in_size), dtype=np.float32)
+            for _ in range(cfg.num_batches)]
+    targets = [rng.standard_normal((batch, cfg.out_size), dtype=np.float32)
+               for _ in range(cfg.num_batches)]
+    mg_data = [mg.tensor(a, device=device) for a in data]
+    mg_targets = [mg.tensor(a, device=device) for a in targets]
+    runs = [("minigrad eager", lambda m: run_minigrad(cfg, mg_data, mg_targets, m, False,
+                                                      device))]
+    if hasattr(mg.nn, "Graph"):
+        runs.append(("minigrad nn.Graph", lambda m: run_minigrad(cfg, mg_data, mg_targets, m,
+                                                                 True, device)))
+    if torch is not None:
+        runs.append(("PyTorch eager", lambda m: run_torch(torch, cfg, data, targets, m,
+                                                          device)))
+    rows = []
+    for name, fn in runs:
+        base = None
+        for mixed in (False, True):
+            try:
+                secs, peak, loss = fn(mixed)
+            except Exception as e:  # one failing configuration must not hide the others
+                rows.append((name, "mixed" if mixed else "default", batch, "error", "-",
+                             f"{type(e).__name__}: {e}"[:80], "-"))
+                continue
+            base = secs if not mixed else base
+            speed = f"{base / secs:.2f}x" if mixed and base else "1.00x"
+            rows.append((name, "mixed" if mixed else "default", batch, secs, mib(peak),
+                         f"{loss:.4f}", speed))
+    return rows
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--batch-sizes", default="512",
+                   help="comma-separated batch sizes (the recipe suggests 128,256,513)")
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--num-batches", type=int, default=50)
+    p.add_argument("--size", type=int, default=4096, help="in_size = out_size")
+    p.add_argument("--layers", type=int, default=3)
+    p.add_argument("--no-torch", action="store_true", help="skip the PyTorch rows")
+    p.add_argument("--cpu-smoke", action="store_true",
+                   help="tiny sizes on the CPU: checks the script, measures nothing useful")
+    p.add_argument("--out", help="append the table to this markdown file")
+    cfg = p.parse_args(argv)
+    gpu = mg.cuda.is_available() and not cfg.cpu_smoke
+    if not gpu and not cfg.cpu_smoke:
+        return no_gpu_exit("amp_mlp.py")
+    if cfg.cpu_smoke:
+        cfg.batch_sizes, cfg.epochs, cfg.num_batches, cfg.size = "8", 1, 2, 32
+    cfg.in_size = cfg.out_size = cfg.size
+    device = "cuda" if gpu else "cpu"
+    torch = None if cfg.no_torch else import_torch(gpu)
+    rows = []
+    for b in (int(s) for s in cfg.batch_sizes.split(",")):
+        rows += bench(cfg, b, device, torch)
+    headers = ["framework", "precision", "batch", "total s", "peak MiB", "final loss",
+               "mixed speed-up"]
+    notes = (f"device: {device_name(gpu)}; MLP {cfg.layers} x Linear({cfg.size}), "
+             f"{cfg.num_batches} batches x {cfg.epochs} epochs, SGD lr 0.001, MSE; mixed = "
+             "float16 autocast + GradScaler"
+             + ("" if torch is not None else "; PyTorch not available")
+             + ("; CPU SMOKE RUN (tiny sizes, timings meaningless)" if cfg.cpu_smoke else ""))
+    emit("amp_mlp: seed 004 AMP recipe", notes, markdown_table(headers, rows), cfg.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

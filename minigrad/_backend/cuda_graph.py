@@ -1,0 +1,159 @@
+"""Capture a step function into a CUDA graph (CuPy) and replay it.
+
+A training step launches hundreds of small kernels; a CUDA graph launches them all with one
+call, which removes Python and launch overhead when shapes are static. Usage::
+
+    static = [x.copy(), y.copy()]                  # CuPy arrays the step reads its inputs from
+    step = cuda_graph.capture(lambda: train_step(*static), static)
+    first = step.warmup_output                     # the capture call ran the step once, eagerly
+    out = step.replay(x2, y2)                      # copies x2, y2 into ``static``, one launch
+
+``capture`` runs ``fn`` ``warmup`` times eagerly on a private non-default stream (that is this
+call's real work, and it initialises lazily built kernels, cuBLAS/cuDNN state and optimizer
+state), then records one more call of ``fn`` without executing it. Replays execute the recording.
+
+Rules a captured step must follow (violations raise ``CaptureError`` where CUDA detects them, so
+the caller can warn and stay eager):
+
+- no host synchronisation: no ``.item()``, ``.get()``, ``float(array)``, ``mg.cuda.synchronize``,
+  no data-dependent Python branching (a dynamic ``GradScaler`` reads its found-inf flag on the
+  host, so it cannot be captured);
+- Python-side values are frozen at capture: learning rates, scheduler steps, Adam's step count
+  and anything else computed on the host are replayed with their capture-time values;
+- every array the step reads must stay alive and at the same address (parameters, optimizer
+  state, the static inputs); results are written to the same output arrays on every replay, so
+  copy an output that must outlive the next replay.
+
+Memory allocated during capture comes from a private pool owned by the returned object, so no
+other code can be handed memory that a replay writes to.
+"""
+
+from __future__ import annotations
+
+from . import cuda_available, cupy
+
+__all__ = ["CaptureError", "CapturedStep", "capture", "supported", "is_capturing"]
+
+
+class CaptureError(RuntimeError):
+    """The step could not be captured (host sync, unsupported call, no GPU); run it eagerly."""
+
+
+def supported() -> bool:
+    """True when CUDA graphs can be captured here (CuPy sees a GPU)."""
+    return cuda_available()
+
+
+def is_capturing() -> bool:
+    """True while the current CuPy stream is recording a graph (False without a GPU)."""
+    if not cuda_available():
+        return False
+    return bool(cupy.cuda.get_current_stream().is_capturing())
+
+
+class CapturedStep:
+    """A recorded step: ``replay(*inputs)`` copies inputs into the static buffers and launches.
+
+    Attributes:
+        output: what ``fn`` returned while being captured; its arrays are refilled by each
+            replay.
+        warmup_output: what the last eager warm-up call of ``fn`` returned.
+        static_inputs: the arrays the step reads its inputs from.
+    """
+
+    def __init__(self, graph, stream, pool, static_inputs, output, warmup_output, device):
+        self._graph, self._stream, self._pool, self._device = graph, stream, pool, device
+        self.static_inputs = static_inputs
+        self.output = output
+        self.warmup_output = warmup_output
+        self.replays = 0
+
+    def replay(self, *inputs):
+        """Run the recorded step on ``inputs`` (same shapes and dtypes as the static inputs).
+
+        Returns:
+            ``self.output``, whose arrays now hold this replay's results.
+        """
+        if len(inputs) != len(self.static_inputs):
+            raise ValueError(f"CapturedStep.replay: captured with {len(self.static_inputs)} "
+                             f"inputs, called with {len(inputs)}")
+        for i, (dst, src) in enumerate(zip(self.static_inputs, inputs)):
+            if src.shape != dst.shape or src.dtype != dst.dtype:
+                raise ValueError(
+                    f"CapturedStep.replay: input {i} is {src.dtype}{tuple(src.shape)} but the "
+                    f"graph was captured for {dst.dtype}{tuple(dst.shape)}; CUDA graphs need "
+                    "static shapes: capture another graph for this shape or run eagerly")
+        with self._device:
+            caller = cupy.cuda.get_current_stream()
+            self._stream.wait_event(caller.record())  # inputs were produced on the caller's
+            with self._stream:
+                for dst, src in zip(self.static_inputs, inputs):
+                    if src is not dst:
+                        cupy.copyto(dst, src)
+                self._graph.launch(stream=self._stream)
+            caller.wait_event(self._stream.record())  # results visible to the caller's stream
+        self.replays += 1
+        return self.output
+
+
+def _abort_capture(stream):
+    """End a failed capture so the stream is usable again; the partial graph is dropped."""
+    try:
+        if stream.is_capturing():
+            stream.end_capture()
+    except Exception:  # the capture was invalidated: ending it reports that again
+        pass
+
+
+def capture(fn, static_inputs=(), *, warmup: int = 1) -> CapturedStep:
+    """Warm ``fn`` up eagerly, then record one call of it into a CUDA graph.
+
+    Args:
+        fn: a callable with no arguments that reads its inputs from ``static_inputs`` (close
+            over Tensors wrapping them) and launches only GPU work.
+        static_inputs: CuPy arrays that :meth:`CapturedStep.replay` refills.
+        warmup: eager calls before the capture (>= 1 unless ``fn`` already ran on this device
+            with these shapes: the first call compiles kernels and allocates lazily built state).
+
+    Returns:
+        A :class:`CapturedStep`; ``warmup_output`` is the last eager call's result.
+
+    Raises:
+        CaptureError: no GPU, or CUDA refused an operation during capture (host sync, a
+            blocking copy, a call on the legacy default stream, ...). The warm-up calls have
+            run by then, so a caller falling back to eager must not repeat them.
+    """
+    if not cuda_available():
+        raise CaptureError("CUDA graph capture needs a GPU: CuPy sees none; run the step eagerly")
+    static_inputs = list(static_inputs)
+    for i, a in enumerate(static_inputs):
+        if not isinstance(a, cupy.ndarray):
+            raise CaptureError(f"capture: static input {i} is a {type(a).__name__}, not a CuPy "
+                               "array; move the inputs to the GPU first")
+    device = static_inputs[0].device if static_inputs else cupy.cuda.Device()
+    with device:
+        caller = cupy.cuda.get_current_stream()
+        stream = cupy.cuda.Stream(non_blocking=True)  # capture is illegal on the default stream
+        stream.wait_event(caller.record())
+        warm = None
+        with stream:
+            for _ in range(warmup):
+                warm = fn()
+        pool = cupy.cuda.MemoryPool()
+        with stream, cupy.cuda.using_allocator(pool.malloc):
+            stream.begin_capture()
+            try:
+                out = fn()
+            except Exception as e:
+                _abort_capture(stream)
+                raise CaptureError(f"CUDA graph capture failed inside the step ({type(e).__name__}"
+                                   f": {e}); typical causes: .item()/.get()/float() on a GPU "
+                                   "array, a synchronize, or a dynamic GradScaler") from e
+            try:
+                graph = stream.end_capture()
+            except Exception as e:
+                raise CaptureError(f"CUDA graph capture was invalidated ({type(e).__name__}: "
+                                   f"{e}); the step touched the legacy default stream or "
+                                   "synchronised") from e
+        caller.wait_event(stream.record())
+    return CapturedStep(graph, stream, pool, static_inputs, out, warm, device)

@@ -1,0 +1,333 @@
+"""Fused per-step kernels: AMP unscale + inf/NaN check, SGD and Adam parameter updates.
+
+On the GPU each is one CuPy ``ElementwiseKernel`` launch (per dtype group for the unscale, per
+parameter for the updates) instead of the ~10 small launches the composed array code makes. The
+NumPy functions here are the reference semantics of those kernels and the CPU path: same
+signatures, same arithmetic order, same dtype rules, so the CPU tests verify the formulas that the
+GPU kernels implement.
+
+Found-inf protocol (no host round trip): ``unscale_and_check`` writes 1 into a device int32 flag
+when any unscaled gradient is inf/NaN; ``sgd_update``/``adam_update`` take that flag as
+``found_inf`` and leave the parameter and every state buffer exactly unchanged when it is nonzero
+(invariant 9), all inside the kernel. The caller reads the flag once per step, if at all.
+
+Math runs in the optimizer state dtype: float32 for float16/bfloat16/float32 parameters, float64
+for float64 ones; low-precision parameters are rounded once at the end.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import cupy
+from .dtypes import float32, float64
+
+__all__ = ["use_fused", "unscale_and_check", "sgd_update", "adam_update"]
+
+_ndarray = np.ndarray
+
+
+def use_fused(array) -> bool:
+    """True when ``array`` lives on the GPU, where the fused kernels replace composed ops."""
+    return type(array) is not _ndarray and cupy is not None and isinstance(array, cupy.ndarray)
+
+
+def _compute_dtype(dtype):
+    return float64 if dtype == float64 else float32
+
+
+# ----------------------------------------------------------------------------- unscale + check
+def unscale_and_check(grads, inv_scale: float):
+    """Multiply every gradient by ``inv_scale`` and flag any inf/NaN in the results.
+
+    Args:
+        grads: backend arrays (NumPy or CuPy; any float dtype). They are not modified.
+        inv_scale: ``1 / scale`` as a Python float; applied in float32 (float64 for float64
+            gradients), float16/bfloat16 results rounded once.
+
+    Returns:
+        ``(unscaled, found_inf)``: new arrays in the order of ``grads`` (on the GPU, views into
+        one flat buffer per dtype group) and a 0-d int32 array on the gradients' device that is
+        1 when any unscaled value is inf/NaN, else 0. Reading it is the caller's one host sync.
+    """
+    grads = list(grads)
+    on_gpu = [use_fused(g) for g in grads]
+    if not any(on_gpu):
+        return _unscale_numpy(grads, inv_scale)
+    if all(on_gpu):
+        return _unscale_cupy(grads, inv_scale)
+    # Mixed CPU/GPU gradients (unusual): each side on its own, the CPU flag folded in.
+    cpu_idx = [i for i, g in enumerate(on_gpu) if not g]
+    gpu_idx = [i for i, g in enumerate(on_gpu) if g]
+    cpu_out, cpu_found = _unscale_numpy([grads[i] for i in cpu_idx], inv_scale)
+    gpu_out, found = _unscale_cupy([grads[i] for i in gpu_idx], inv_scale)
+    found |= int(cpu_found)
+    out = [None] * len(grads)
+    for i, u in zip(cpu_idx, cpu_out):
+        out[i] = u
+    for i, u in zip(gpu_idx, gpu_out):
+        out[i] = u
+    return out, found
+
+
+def _unscale_numpy(grads, inv_scale):
+    found = np.zeros((), np.int32)
+    out = []
+    for g in grads:
+        if g.dtype == float64:
+            u = g * inv_scale
+        elif g.dtype == float32:
+            u = g * np.float32(inv_scale)
+        else:  # float16/bfloat16: compute in float32, round once
+            u = (g.astype(float32) * np.float32(inv_scale)).astype(g.dtype)
+        if not np.isfinite(u).all():
+            found[...] = 1
+        out.append(u)
+    return out, found
+
+
+_UNSCALE_OP = """
+{C} v = static_cast<{C}>(g) * inv;
+u = static_cast<T>(v);
+if (!isfinite(static_cast<{C}>(u))) found[0] = 1;
+"""
+_kernels: dict = {}
+
+
+def _kernel(name, in_params, out_params, op, ctype):
+    """Compile (once) a kernel whose ``{C}`` is the compute type: ``"float"`` or ``"double"``.
+
+    Parameter lists take NumPy type names, the loop body C++ ones, hence two spellings.
+    """
+    key = (name, ctype)
+    k = _kernels.get(key)
+    if k is None:
+        np_name = "float64" if ctype == "double" else "float32"
+        k = _kernels[key] = cupy.ElementwiseKernel(
+            in_params.format(C=np_name), out_params, op.format(C=ctype),
+            f"minigrad_{name}_{np_name}")
+    return k
+
+
+def _unscale_cupy(grads, inv_scale):
+    groups: dict = {}
+    for i, g in enumerate(grads):
+        groups.setdefault((g.device.id, g.dtype), []).append(i)
+    out = [None] * len(grads)
+    flags = []
+    for (dev, dtype), idx in groups.items():
+        ctype = "double" if dtype == float64 else "float"
+        k = _kernel("unscale", "T g, {C} inv", "T u, raw int32 found", _UNSCALE_OP, ctype)
+        with cupy.cuda.Device(dev):
+            flag = cupy.zeros(1, np.int32)
+            if len(idx) == 1:
+                flat = cupy.empty(grads[idx[0]].shape, dtype)
+                k(grads[idx[0]], inv_scale, flat, flag)
+                out[idx[0]] = flat
+            else:
+                # One copy into a flat buffer, then ONE kernel for the whole group; the results
+                # are reshaped views of that buffer (new arrays: p.grad may be shared).
+                flat = cupy.concatenate([grads[i].reshape(-1) for i in idx])
+                k(flat, inv_scale, flat, flag)
+                off = 0
+                for i in idx:
+                    n = grads[i].size
+                    out[i] = flat[off:off + n].reshape(grads[i].shape)
+                    off += n
+        flags.append(flag)
+    found = flags[0]
+    with found.device:
+        for f in flags[1:]:  # gradients on several GPUs: fold the flags onto the first one
+            found |= cupy.asarray(f)
+    return out, found.reshape(())
+
+
+# ----------------------------------------------------------------------------- SGD
+def _host_found(found_inf) -> bool:
+    return found_inf is not None and bool(np.asarray(found_inf).reshape(-1)[0])
+
+
+def sgd_update(param, grad, momentum_buf, lr, momentum, dampening, weight_decay, nesterov,
+               found_inf=None):
+    """One SGD step on ``param`` in place (PyTorch rule, as ``optimizer.SGD``).
+
+    Args:
+        param: the parameter array (updated in place).
+        grad: its gradient (any float dtype, broadcastable to ``param``).
+        momentum_buf: the momentum buffer (state dtype), or None before the first step.
+        lr, momentum, dampening, weight_decay, nesterov: the hyperparameters.
+        found_inf: optional int32 flag array (from :func:`unscale_and_check`); when nonzero
+            nothing is modified.
+
+    Returns:
+        The momentum buffer (newly allocated on the first step) or None when ``momentum == 0``.
+        A buffer allocated on a skipped first step holds zeros, which equals PyTorch's first
+        step afterwards whenever ``dampening == 0``.
+    """
+    first = momentum != 0 and momentum_buf is None
+    if first:
+        xp = cupy if use_fused(param) else np
+        momentum_buf = xp.zeros(param.shape, _compute_dtype(param.dtype))
+    if use_fused(param):
+        _sgd_cupy(param, grad, momentum_buf, lr, momentum, dampening, weight_decay, nesterov,
+                  found_inf, first)
+    elif not _host_found(found_inf):
+        _sgd_numpy(param, grad, momentum_buf, lr, momentum, dampening, weight_decay, nesterov,
+                   first)
+    return momentum_buf if momentum != 0 else None
+
+
+def _sgd_numpy(param, grad, buf, lr, momentum, dampening, wd, nesterov, first):
+    c = _compute_dtype(param.dtype)
+    w = param.astype(c)
+    d = grad.astype(c)
+    if wd != 0:
+        d = d + c.type(wd) * w
+    if momentum != 0:
+        if first:
+            buf[...] = d
+        else:
+            buf *= c.type(momentum)
+            buf += c.type(1.0 - dampening) * d
+        d = d + c.type(momentum) * buf if nesterov else buf
+    np.copyto(param, w - c.type(lr) * d, casting="unsafe")
+
+
+_SGD_OP = """
+if (found[0] == 0) {{
+  {C} w = static_cast<{C}>(p);
+  {C} d = static_cast<{C}>(g);
+  if (wd != 0) d += wd * w;
+  {C} b = first ? d : mom * static_cast<{C}>(buf) + damp * d;
+  buf = b;
+  d = nesterov ? d + mom * b : b;
+  p = static_cast<P>(w - lr * d);
+}}
+"""
+_SGD_PLAIN_OP = """
+if (found[0] == 0) {{
+  {C} w = static_cast<{C}>(p);
+  {C} d = static_cast<{C}>(g);
+  if (wd != 0) d += wd * w;
+  p = static_cast<P>(w - lr * d);
+}}
+"""
+_no_flag: dict = {}
+
+
+def _flag(found_inf, device_id):
+    """The found_inf flag as a 1-element int32 device array (a cached zero when None)."""
+    if found_inf is None:
+        f = _no_flag.get(device_id)
+        if f is None:
+            with cupy.cuda.Device(device_id):
+                f = _no_flag[device_id] = cupy.zeros(1, np.int32)
+        return f
+    return cupy.asarray(found_inf, dtype=np.int32).reshape(1)
+
+
+def _sgd_cupy(param, grad, buf, lr, momentum, dampening, wd, nesterov, found_inf, first):
+    ct = "double" if param.dtype == float64 else "float"
+    with param.device:
+        flag = _flag(found_inf, param.device.id)
+        if momentum != 0:
+            k = _kernel("sgd_momentum",
+                        "G g, {C} lr, {C} mom, {C} damp, {C} wd, int32 nesterov, int32 first, "
+                        "raw int32 found", "P p, B buf", _SGD_OP, ct)
+            k(grad, lr, momentum, 1.0 - dampening, wd, int(nesterov), int(first), flag,
+              param, buf)
+        else:
+            k = _kernel("sgd", "G g, {C} lr, {C} wd, raw int32 found", "P p", _SGD_PLAIN_OP, ct)
+            k(grad, lr, wd, flag, param)
+
+
+# ----------------------------------------------------------------------------- Adam
+def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1, beta2, eps,
+                weight_decay, decoupled, amsgrad, found_inf=None):
+    """One Adam/AdamW step on ``param`` and its moments in place (as ``optimizer.Adam``).
+
+    Args:
+        param: the parameter array (updated in place).
+        grad: its gradient.
+        exp_avg, exp_avg_sq: first and second moments (state dtype, updated in place).
+        max_exp_avg_sq: AMSGrad running maximum, or None (allocated when ``amsgrad``).
+        step: this step's number, counting from 1 (already incremented by the caller).
+        lr, beta1, beta2, eps, weight_decay: the hyperparameters.
+        decoupled: AdamW (``p *= 1 - lr * wd``) instead of L2 added to the gradient.
+        amsgrad: use the running maximum of the second moment.
+        found_inf: optional int32 flag; when nonzero nothing is modified. ``step`` is a host
+            counter: a caller skipping on a device flag must not advance it (see docs/gpu.md).
+
+    Returns:
+        ``max_exp_avg_sq`` (allocated as zeros on first use) or None when not ``amsgrad``.
+    """
+    if amsgrad and max_exp_avg_sq is None:
+        # zeros, not a copy of v: max(0, v_new) == v_new, PyTorch's value on the first step
+        max_exp_avg_sq = (cupy if use_fused(param) else np).zeros_like(exp_avg_sq)
+    scal = dict(lr=lr, omb1=1.0 - beta1, beta2=beta2, omb2=1.0 - beta2, eps=eps,
+                wd=weight_decay, decay=1.0 - lr * weight_decay,
+                step_size=lr / (1.0 - beta1 ** step), bc2=math.sqrt(1.0 - beta2 ** step))
+    if use_fused(param):
+        _adam_cupy(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, scal, decoupled, amsgrad,
+                   found_inf)
+    elif not _host_found(found_inf):
+        _adam_numpy(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, scal, decoupled, amsgrad)
+    return max_exp_avg_sq if amsgrad else None
+
+
+def _adam_numpy(param, grad, m, v, vmax, s, decoupled, amsgrad):
+    c = _compute_dtype(param.dtype)
+    w = param.astype(c)
+    d = grad.astype(c)
+    if s["wd"] != 0:
+        if decoupled:
+            w *= c.type(s["decay"])
+        else:
+            d = d + c.type(s["wd"]) * w
+    m += c.type(s["omb1"]) * (d - m)
+    v *= c.type(s["beta2"])
+    v += c.type(s["omb2"]) * (d * d)
+    vv = v
+    if amsgrad:
+        np.maximum(vmax, v, out=vmax)
+        vv = vmax
+    denom = np.sqrt(vv) / c.type(s["bc2"]) + c.type(s["eps"])
+    w -= (m / denom) * c.type(s["step_size"])
+    np.copyto(param, w, casting="unsafe")
+
+
+_ADAM_OP = """
+if (found[0] == 0) {{
+  {C} w = static_cast<{C}>(p);
+  {C} d = static_cast<{C}>(g);
+  if (wd != 0) {{ if (decoupled) w *= decay; else d += wd * w; }}
+  {C} mm = static_cast<{C}>(m);
+  mm += omb1 * (d - mm);
+  m = mm;
+  {C} vv = static_cast<{C}>(v) * beta2 + omb2 * (d * d);
+  v = vv;
+  {AMS}
+  w -= (mm / (sqrt(vv) / bc2 + eps)) * step_size;
+  p = static_cast<P>(w);
+}}
+"""
+_AMS = "vv = max(static_cast<{C}>(vmax), vv); vmax = vv;"
+_ADAM_IN = ("G g, {C} omb1, {C} beta2, {C} omb2, {C} eps, {C} wd, {C} decay, {C} step_size, "
+            "{C} bc2, int32 decoupled, raw int32 found")
+
+
+def _adam_cupy(param, grad, m, v, vmax, s, decoupled, amsgrad, found_inf):
+    ct = "double" if param.dtype == float64 else "float"
+    with param.device:
+        flag = _flag(found_inf, param.device.id)
+        args = (grad, s["omb1"], s["beta2"], s["omb2"], s["eps"], s["wd"], s["decay"],
+                s["step_size"], s["bc2"], int(decoupled), flag)
+        if amsgrad:
+            k = _kernel("adam_amsgrad", _ADAM_IN, "P p, B m, B v, B vmax",
+                        _ADAM_OP.replace("{AMS}", _AMS), ct)
+            k(*args, param, m, v, vmax)
+        else:
+            k = _kernel("adam", _ADAM_IN, "P p, B m, B v", _ADAM_OP.replace("{AMS}", ""), ct)
+            k(*args, param, m, v)

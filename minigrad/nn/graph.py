@@ -1,0 +1,256 @@
+"""OneFlow's ``nn.Graph``: a training step declared once, run with AMP and loss scaling.
+
+A subclass registers modules and optimizers in ``__init__`` and writes the step in ``build``::
+
+    class TrainGraph(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model, self.loss_fn = model, loss_fn
+            self.add_optimizer(optimizer)
+            self.config.enable_amp(True)                       # float16 autocast
+            self.set_grad_scaler(amp.GradScaler(init_scale=2**12, growth_interval=1000))
+
+        def build(self, x, y):
+            loss = self.loss_fn(self.model(x), y)
+            loss.backward()                                    # scaled by the graph's scaler
+            return loss
+
+Calling the graph runs ``build`` (under ``amp.autocast`` when AMP is enabled); ``loss.backward()``
+inside it does the scaled backward; then the graph unscales, checks for inf/NaN, steps every
+optimizer (skipped on overflow), steps the lr schedulers, updates the scale and zeroes the
+gradients, and returns what ``build`` returned.
+
+minigrad executes the graph eagerly. ``_run_one_step`` is the whole step with nothing else mixed
+in, and every call's input signature (shapes, dtypes, devices) is recorded, so a GPU backend can
+capture that method into a CUDA graph after its first eager run and replay it for inputs of a
+recorded signature (the hook point is marked in the code).
+
+How ``loss.backward()`` gets scaled: while ``build`` runs, a dispatch hook gives each op output
+that requires grad the ``Tensor`` subclass ``_BuildTensor`` (same memory layout), whose
+``backward`` calls the running graph's scaled backward; the outputs get their class back when
+``build`` returns. Outside a graph run ``_BuildTensor.backward`` is the ordinary one.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import OrderedDict
+from contextvars import ContextVar
+
+from .._backend.dtypes import bfloat16, float16, normalize_dtype
+from ..autodiff.function import dispatch_hooks
+from ..tensor import Tensor
+from .module import Module
+
+__all__ = ["Graph", "GraphConfig"]
+
+_active_run: ContextVar = ContextVar("minigrad_graph_run", default=None)
+
+
+class _BuildTensor(Tensor):
+    """An op output made inside ``Graph.build``: ``backward`` is the graph's scaled backward."""
+
+    __slots__ = ()
+
+    def backward(self, dy=None, retain_graph=None, create_graph: bool = False):
+        run = _active_run.get()
+        if run is None:
+            return Tensor.backward(self, dy, retain_graph, create_graph)
+        return run.backward(self, dy, retain_graph, create_graph)
+
+
+class _Run:
+    """State of one ``Graph`` call: the outputs re-classed so far, whether backward ran."""
+
+    __slots__ = ("backward_called", "scaler", "swapped")
+
+    def __init__(self, scaler):
+        self.scaler = scaler
+        self.swapped: list = []
+        self.backward_called = False
+
+    def hook(self, phase, fn, inputs, outputs):
+        if phase != "forward":
+            return
+        for o in outputs:
+            if o.requires_grad and type(o) is Tensor:
+                o.__class__ = _BuildTensor
+                self.swapped.append(weakref.ref(o))
+
+    def backward(self, loss, dy, retain_graph, create_graph):
+        self.backward_called = True
+        scaler = self.scaler
+        if scaler is not None and scaler.is_enabled():
+            loss = scaler.scale(loss)
+        Tensor.backward(loss, dy, retain_graph, create_graph)
+
+    def restore(self):
+        for ref in self.swapped:
+            t = ref()
+            if t is not None and type(t) is _BuildTensor:
+                t.__class__ = Tensor
+        self.swapped = []
+
+
+class GraphConfig:
+    """``graph.config``: AMP settings of a ``Graph``."""
+
+    def __init__(self):
+        self.amp_enabled = False
+        self.amp_dtype = float16
+
+    def enable_amp(self, mode: bool = True, *, dtype=float16) -> None:
+        """Run ``build`` under ``amp.autocast(dtype=dtype)`` (``"float16"`` or ``"bfloat16"``)."""
+        dtype = normalize_dtype(dtype)
+        if dtype not in (float16, bfloat16):
+            raise ValueError(f"Graph.config.enable_amp: dtype must be float16 or bfloat16, got "
+                             f"{dtype}")
+        self.amp_enabled = bool(mode)
+        self.amp_dtype = dtype
+
+    def __repr__(self) -> str:
+        return f"GraphConfig(amp={self.amp_enabled}, dtype={self.amp_dtype})"
+
+
+class Graph:
+    """Base class of a OneFlow-style training (or evaluation) step; see the module docstring.
+
+    Subclasses call ``super().__init__()`` first, then set modules as attributes, call
+    ``add_optimizer``/``set_grad_scaler``/``config.enable_amp``, and implement ``build``.
+    """
+
+    def __init__(self):
+        d = self.__dict__
+        d["_modules"] = OrderedDict()
+        d["_optimizers"] = []
+        d["_lr_schedulers"] = []
+        d["_grad_scaler"] = None
+        d["config"] = GraphConfig()
+        d["_signatures"] = {}   # input signature -> number of calls (for CUDA-graph capture)
+
+    def __setattr__(self, name, value):
+        if "_modules" not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__}: call super().__init__() in __init__ "
+                                 "before assigning attributes")
+        if isinstance(value, Module):
+            self._modules[name] = value
+        else:
+            self._modules.pop(name, None)
+        object.__setattr__(self, name, value)
+
+    # ------------------------------------------------------------------ configuration
+    def add_optimizer(self, optimizer, *, lr_sch=None) -> None:
+        """Step ``optimizer`` (and ``lr_sch``, if given) after every call whose build ran
+        backward."""
+        if not hasattr(optimizer, "param_groups"):
+            raise TypeError(f"Graph.add_optimizer: expected a minigrad optimizer, got "
+                            f"{type(optimizer).__name__}")
+        self._optimizers.append(optimizer)
+        if lr_sch is not None:
+            self._lr_schedulers.append(lr_sch)
+
+    def set_grad_scaler(self, grad_scaler) -> None:
+        """Scale ``loss.backward()`` inside ``build`` with ``grad_scaler`` (``amp.GradScaler``
+        or ``amp.StaticGradScaler``) and skip steps whose gradients overflow."""
+        for meth in ("scale", "step", "update", "is_enabled"):
+            if not hasattr(grad_scaler, meth):
+                raise TypeError(f"Graph.set_grad_scaler: expected amp.GradScaler or "
+                                f"amp.StaticGradScaler, got {type(grad_scaler).__name__}")
+        self.__dict__["_grad_scaler"] = grad_scaler
+
+    @property
+    def grad_scaler(self):
+        return self._grad_scaler
+
+    @property
+    def optimizers(self) -> list:
+        return list(self._optimizers)
+
+    @property
+    def training(self) -> bool:
+        """A graph with an optimizer is a training graph."""
+        return bool(self._optimizers)
+
+    def modules(self):
+        """The registered modules and their descendants."""
+        seen = set()
+        for m in self._modules.values():
+            for sub in m.modules():
+                if id(sub) not in seen:
+                    seen.add(id(sub))
+                    yield sub
+
+    def build(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must implement build(self, *args)")
+
+    # ------------------------------------------------------------------ running
+    def __call__(self, *args, **kwargs):
+        sig = tuple((tuple(a.shape), str(a.dtype), a.device) if isinstance(a, Tensor)
+                    else type(a).__name__ for a in args)
+        self._signatures[sig] = self._signatures.get(sig, 0) + 1
+        return self._run_one_step(args, kwargs)
+
+    def _run_one_step(self, args, kwargs):
+        # CUDA-graph hook point: everything one step does happens in this method, and inputs
+        # of a signature seen in self._signatures have static shapes, so a GPU backend can
+        # capture this body (after one eager warm-up call) and replay it.
+        scaler = self._grad_scaler if self.training else None
+        run = _Run(scaler)
+        run_token = _active_run.set(run)
+        hook_token = dispatch_hooks.set(dispatch_hooks.get() + (run.hook,))
+        try:
+            if self.config.amp_enabled:
+                from ..amp import autocast  # amp sits above nn: imported on use
+
+                with autocast(dtype=self.config.amp_dtype):
+                    out = self.build(*args, **kwargs)
+            else:
+                out = self.build(*args, **kwargs)
+        finally:
+            dispatch_hooks.reset(hook_token)
+            _active_run.reset(run_token)
+            run.restore()
+        if self.training and run.backward_called:
+            self._update(scaler)
+        return out
+
+    def _update(self, scaler) -> None:
+        if scaler is not None and scaler.is_enabled():
+            for opt in self._optimizers:
+                scaler.step(opt)          # skipped (params and state unchanged) on inf/NaN
+            scaler.update()
+        else:
+            for opt in self._optimizers:
+                opt.step()
+        for sch in self._lr_schedulers:
+            sch.step()
+        for opt in self._optimizers:
+            opt.zero_grad()
+
+    # ------------------------------------------------------------------ state / repr
+    def state_dict(self) -> dict:
+        """Modules, optimizers and grad scaler state, for ``mg.save``."""
+        sd = {"modules": {n: m.state_dict() for n, m in self._modules.items()},
+              "optimizers": [opt.state_dict() for opt in self._optimizers]}
+        if self._grad_scaler is not None:
+            sd["grad_scaler"] = self._grad_scaler.state_dict()
+        return sd
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a ``state_dict()``."""
+        for n, msd in state["modules"].items():
+            self._modules[n].load_state_dict(msd)
+        for opt, osd in zip(self._optimizers, state["optimizers"]):
+            opt.load_state_dict(osd)
+        if self._grad_scaler is not None and state.get("grad_scaler"):
+            self._grad_scaler.load_state_dict(state["grad_scaler"])
+
+    def __repr__(self) -> str:
+        lines = [f"(config): {self.config!r}"]
+        if self._grad_scaler is not None:
+            lines.append(f"(grad_scaler): {self._grad_scaler!r}")
+        for name, m in self._modules.items():
+            lines.append(f"({name}): " + repr(m).replace("\n", "\n  "))
+        for i, opt in enumerate(self._optimizers):
+            lines.append(f"(optimizer{i}): " + repr(opt).replace("\n", "\n  "))
+        return f"{type(self).__name__}(\n  " + "\n  ".join(lines) + "\n)"
