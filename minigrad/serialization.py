@@ -307,7 +307,8 @@ def load(path, device="cpu"):
                                      dtype=dtype).reshape(info["shape"])
     if meta.get("minigrad.crc32") != _crc32(arrays, meta.get("minigrad.structure", "")):
         raise ValueError(f"mg.load: {path!r} is corrupt: the tensor data or structure does "
-                         "not match its checksum (the file was modified or damaged after it was written)")
+                         "not match its checksum (the file was modified or damaged after it "
+                         "was written)")
     try:
         structure = json.loads(meta["minigrad.structure"])
     except (KeyError, ValueError, RecursionError) as e:

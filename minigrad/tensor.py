@@ -7,6 +7,8 @@ to use a saved tensor that changed after the forward.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+
 import numpy as np
 
 from . import _backend as B
@@ -18,6 +20,11 @@ __all__ = [
     "eye", "randn", "rand", "randint", "normal", "uniform", "zeros_like", "ones_like",
     "full_like", "manual_seed", "from_dlpack",
 ]
+
+# A training step that owns the backward of its loss (``nn.Graph`` scales ``loss.backward()``
+# called inside ``build``) installs ``fn(tensor, dy, retain_graph, create_graph)`` here.
+backward_override: ContextVar = ContextVar("minigrad_backward_override", default=None)
+
 
 def _to_array(data, dtype, device):
     if isinstance(data, Tensor):
@@ -192,6 +199,12 @@ class Tensor:
     # ----------------------------------------------------------------- autodiff
     def backward(self, dy=None, retain_graph: bool | None = None, create_graph: bool = False):
         """Accumulate d(self)/d(leaf) into ``.grad`` of every leaf that requires grad."""
+        override = backward_override.get()
+        if override is not None:
+            return override(self, dy, retain_graph, create_graph)
+        self._plain_backward(dy, retain_graph, create_graph)
+
+    def _plain_backward(self, dy=None, retain_graph=None, create_graph=False):
         from .autodiff.engine import default_grad, run_backward
 
         dy = default_grad(self, dy, "Tensor.backward")

@@ -45,7 +45,8 @@ def test_bmm(device, rng):
     assert gradcheck(bmm, [a, b], device=device)
 
 
-@pytest.mark.parametrize("sa,sb", [((2, 3), (3, 4)), ((2, 2, 3), (3, 3, 4)), ((2, 2, 3), (2, 4, 4))])
+@pytest.mark.parametrize("sa,sb", [((2, 3), (3, 4)), ((2, 2, 3), (3, 3, 4)),
+                                   ((2, 2, 3), (2, 4, 4))])
 def test_bmm_errors(device, sa, sb):
     with pytest.raises(ValueError, match="bmm.*" + re.escape(str(sa))):
         bmm(t(np.ones(sa), device), t(np.ones(sb), device))

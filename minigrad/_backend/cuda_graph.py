@@ -36,7 +36,17 @@ __all__ = ["CaptureError", "CapturedStep", "capture", "supported", "is_capturing
 
 
 class CaptureError(RuntimeError):
-    """The step could not be captured (host sync, unsupported call, no GPU); run it eagerly."""
+    """The step could not be captured (host sync, unsupported call, no GPU); run it eagerly.
+
+    Attributes:
+        warmup_output: what the eager warm-up call(s) returned (None when capture failed before
+            any warm-up): that call already did this step's work, so a caller falling back to
+            eager returns it instead of running the step again.
+    """
+
+    def __init__(self, message: str, warmup_output=None):
+        super().__init__(message)
+        self.warmup_output = warmup_output
 
 
 def supported() -> bool:
@@ -148,12 +158,12 @@ def capture(fn, static_inputs=(), *, warmup: int = 1) -> CapturedStep:
                 _abort_capture(stream)
                 raise CaptureError(f"CUDA graph capture failed inside the step ({type(e).__name__}"
                                    f": {e}); typical causes: .item()/.get()/float() on a GPU "
-                                   "array, a synchronize, or a dynamic GradScaler") from e
+                                   "array, a synchronize, or a dynamic GradScaler", warm) from e
             try:
                 graph = stream.end_capture()
             except Exception as e:
                 raise CaptureError(f"CUDA graph capture was invalidated ({type(e).__name__}: "
                                    f"{e}); the step touched the legacy default stream or "
-                                   "synchronised") from e
+                                   "synchronised", warm) from e
         caller.wait_event(stream.record())
     return CapturedStep(graph, stream, pool, static_inputs, out, warm, device)

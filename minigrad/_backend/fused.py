@@ -75,17 +75,22 @@ def unscale_and_check(grads, inv_scale: float):
 def _unscale_numpy(grads, inv_scale):
     found = np.zeros((), np.int32)
     out = []
-    for g in grads:
-        if g.dtype == float64:
-            u = g * inv_scale
-        elif g.dtype == float32:
-            u = g * np.float32(inv_scale)
-        else:  # float16/bfloat16: compute in float32, round once
-            u = (g.astype(float32) * np.float32(inv_scale)).astype(g.dtype)
-        if not np.isfinite(u).all():
-            found[...] = 1
-        out.append(u)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is flagged, not warned about
+        for g in grads:
+            out.append(_unscale_one(g, inv_scale, found))
     return out, found
+
+
+def _unscale_one(g, inv_scale, found):
+    if g.dtype == float64:
+        u = g * inv_scale
+    elif g.dtype == float32:
+        u = g * np.float32(inv_scale)
+    else:  # float16/bfloat16: compute in float32, round once
+        u = (g.astype(float32) * np.float32(inv_scale)).astype(g.dtype)
+    if not np.isfinite(u).all():
+        found[...] = 1
+    return u
 
 
 _UNSCALE_OP = """
@@ -145,6 +150,14 @@ def _unscale_cupy(grads, inv_scale):
 
 
 # ----------------------------------------------------------------------------- SGD
+def _zeros_like_param(param, shape, dtype):
+    """Zeros on ``param``'s backend and device (CuPy allocates on the *current* device)."""
+    if not use_fused(param):
+        return np.zeros(shape, dtype)
+    with param.device:
+        return cupy.zeros(shape, dtype)
+
+
 def _host_found(found_inf) -> bool:
     return found_inf is not None and bool(np.asarray(found_inf).reshape(-1)[0])
 
@@ -168,8 +181,7 @@ def sgd_update(param, grad, momentum_buf, lr, momentum, dampening, weight_decay,
     """
     first = momentum != 0 and momentum_buf is None
     if first:
-        xp = cupy if use_fused(param) else np
-        momentum_buf = xp.zeros(param.shape, _compute_dtype(param.dtype))
+        momentum_buf = _zeros_like_param(param, param.shape, _compute_dtype(param.dtype))
     if use_fused(param):
         _sgd_cupy(param, grad, momentum_buf, lr, momentum, dampening, weight_decay, nesterov,
                   found_inf, first)
@@ -265,7 +277,7 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta
     """
     if amsgrad and max_exp_avg_sq is None:
         # zeros, not a copy of v: max(0, v_new) == v_new, PyTorch's value on the first step
-        max_exp_avg_sq = (cupy if use_fused(param) else np).zeros_like(exp_avg_sq)
+        max_exp_avg_sq = _zeros_like_param(param, exp_avg_sq.shape, exp_avg_sq.dtype)
     scal = dict(lr=lr, omb1=1.0 - beta1, beta2=beta2, omb2=1.0 - beta2, eps=eps,
                 wd=weight_decay, decay=1.0 - lr * weight_decay,
                 step_size=lr / (1.0 - beta1 ** step), bc2=math.sqrt(1.0 - beta2 ** step))

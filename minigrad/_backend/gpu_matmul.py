@@ -64,7 +64,7 @@ def _strided_batched(a, b):
         raise ValueError(f"matmul: inner dimensions differ: a {a.shape} @ b {b.shape}; "
                          "a.shape[-1] must equal b.shape[-2]")
     n = b.shape[-1]
-    batch = cupy.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])  # shapes only: host math
     count = 1
     for s in batch:
         count *= s

@@ -19,6 +19,8 @@ optimizer update the copies:
   so a checkpoint resumes with the exact fp32 values, not the rounded fp16 ones.
 
 Use the returned object as the optimizer (``step``, ``zero_grad``, ``GradScaler.step(opt)``).
+Clip gradients on ``opt.master_params()`` (after ``scaler.unscale_(opt)``): those are the
+gradients the update uses.
 Parameters that already are float32/float64 are optimized directly (no copy).
 """
 

@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import _backend as B
 from .._backend.dtypes import float16, float32, is_floating
 from ..nn.cells import TrainOneStepWithLossScaleCell, WithLossCell
@@ -90,11 +92,15 @@ class LossScaleManager:
             saved, scaler._scale = scaler._scale, s
         try:
             loss = forward()
-            if not isinstance(loss, Tensor):
-                raise TypeError(f"train step: the network must return the loss Tensor, got "
-                                f"{type(loss).__name__}; wrap it with nn.WithLossCell(net, "
+            if not isinstance(loss, Tensor) or loss.size != 1:
+                what = f"shape {loss.shape}" if isinstance(loss, Tensor) else type(loss).__name__
+                raise TypeError(f"train step: the network must return the loss (a one-element "
+                                f"Tensor), got {what}; wrap the model with nn.WithLossCell(net, "
                                 "loss_fn) or pass loss_fn to build_train_network")
-            scaler.scale(loss).backward()
+            # A too-high scale overflowing in float16 is expected and handled (the step is
+            # skipped, the scale backs off): no NumPy RuntimeWarning for it.
+            with np.errstate(over="ignore", invalid="ignore"):
+                scaler.scale(loss).backward()
             if self.drop_overflow_update:
                 scaler.step(optimizer)    # skipped on inf/NaN: params and state unchanged
             else:
@@ -248,9 +254,9 @@ def build_train_network(network, optimizer, loss_fn=None, level="O0", *,
         >>> net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
         >>> step = amp.build_train_network(net, SGD(net.parameters(), lr=0.1), nn.MSELoss(),
         ...                                level="O2")
-        >>> loss = step(mg.ones(2, 4), mg.zeros(2, 1))
-        >>> str(net[0].weight.dtype), str(loss.dtype), step.overflow
-        ('float16', 'float32', False)
+        >>> loss = step(mg.ones(2, 4), mg.zeros(2, 1))   # 2**24 * grad overflows float16
+        >>> str(net[0].weight.dtype), str(loss.dtype), step.overflow, step.loss_scale
+        ('float16', 'float32', True, 8388608.0)
     """
     level = _resolve_level(level, network)
     cast, keep_bn, use_autocast, default_manager = _LEVELS[level]

@@ -49,7 +49,10 @@ class set_grad_enabled:
 
 
 class no_grad(set_grad_enabled):
-    """Disable recording: ops run but build no graph (``with mg.no_grad():`` or ``@mg.no_grad()``)."""
+    """Disable recording: ops run but build no graph.
+
+    Use as ``with mg.no_grad():`` or as the decorator ``@mg.no_grad()``.
+    """
 
     _mode = False
 

@@ -3,8 +3,9 @@
 Ops loop over the kh*kw kernel offsets only: offset (i, j) of all windows at once is one strided
 slice of the padded input, so each step is a vectorised op over (N, C, OH, OW) and no window copy
 is made (cheaper than im2col + argmax over a tiny trailing axis). Max pooling routes gradients
-with flat-index scatters instead of masks: exact for inf/NaN, and NumPy's masked selects are slow. Each forward has a dedicated backward
-op whose own backward is the forward again (the two are adjoint), so double backward works.
+with flat-index scatters instead of masks: exact for inf/NaN, and NumPy's masked selects are
+slow. Each forward has a dedicated backward op whose own backward is the forward again (the
+two are adjoint), so double backward works.
 Averages accumulate in float32 for float16/bfloat16 and round once (invariant 3).
 """
 

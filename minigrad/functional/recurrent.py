@@ -50,7 +50,8 @@ class CellBackward(ArrayBackward):
         n_state = len(direct)
         out = []
         if needs[0]:
-            out.append(kernels.matmul(d_ih.astype(x.dtype, copy=False), w_ih).astype(x.dtype, copy=False))
+            gx = kernels.matmul(d_ih.astype(x.dtype, copy=False), w_ih)
+            out.append(gx.astype(x.dtype, copy=False))
         if needs[1]:
             gh = kernels.matmul(d_hh.astype(h.dtype, copy=False), w_hh).astype(cell.acc) + direct[0]
             out.append(gh.astype(h.dtype, copy=False))

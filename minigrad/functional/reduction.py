@@ -104,7 +104,8 @@ class Var(Function):
         self.denom = _count(x.shape, self.axes) - ddof
         self.save_for_backward(x)
         z = x.astype(acc_dtype(x.dtype), copy=False)
-        d = z - sum_fp32(z, axis=self.axes, keepdims=True) / builtins.max(_count(x.shape, self.axes), 1)
+        count = builtins.max(_count(x.shape, self.axes), 1)
+        d = z - sum_fp32(z, axis=self.axes, keepdims=True) / count
         out = sum_fp32(d * d, axis=self.axes, keepdims=keepdims) / self.denom
         return out.astype(x.dtype, copy=False)
 

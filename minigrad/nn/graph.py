@@ -25,71 +25,40 @@ in, and every call's input signature (shapes, dtypes, devices) is recorded, so a
 capture that method into a CUDA graph after its first eager run and replay it for inputs of a
 recorded signature (the hook point is marked in the code).
 
-How ``loss.backward()`` gets scaled: while ``build`` runs, a dispatch hook gives each op output
-that requires grad the ``Tensor`` subclass ``_BuildTensor`` (same memory layout), whose
-``backward`` calls the running graph's scaled backward; the outputs get their class back when
-``build`` returns. Outside a graph run ``_BuildTensor.backward`` is the ordinary one.
+How ``loss.backward()`` gets scaled: while ``build`` runs, the graph installs its scaled
+backward in ``minigrad.tensor.backward_override``, which ``Tensor.backward`` defers to.
 """
 
 from __future__ import annotations
 
-import weakref
 from collections import OrderedDict
-from contextvars import ContextVar
+
+import numpy as np
 
 from .._backend.dtypes import bfloat16, float16, normalize_dtype
-from ..autodiff.function import dispatch_hooks
-from ..tensor import Tensor
+from ..tensor import Tensor, backward_override
 from .module import Module
 
 __all__ = ["Graph", "GraphConfig"]
 
-_active_run: ContextVar = ContextVar("minigrad_graph_run", default=None)
-
-
-class _BuildTensor(Tensor):
-    """An op output made inside ``Graph.build``: ``backward`` is the graph's scaled backward."""
-
-    __slots__ = ()
-
-    def backward(self, dy=None, retain_graph=None, create_graph: bool = False):
-        run = _active_run.get()
-        if run is None:
-            return Tensor.backward(self, dy, retain_graph, create_graph)
-        return run.backward(self, dy, retain_graph, create_graph)
-
-
 class _Run:
-    """State of one ``Graph`` call: the outputs re-classed so far, whether backward ran."""
+    """State of one ``Graph`` call: its scaler and whether ``build`` called backward."""
 
-    __slots__ = ("backward_called", "scaler", "swapped")
+    __slots__ = ("backward_called", "scaler")
 
     def __init__(self, scaler):
         self.scaler = scaler
-        self.swapped: list = []
         self.backward_called = False
-
-    def hook(self, phase, fn, inputs, outputs):
-        if phase != "forward":
-            return
-        for o in outputs:
-            if o.requires_grad and type(o) is Tensor:
-                o.__class__ = _BuildTensor
-                self.swapped.append(weakref.ref(o))
 
     def backward(self, loss, dy, retain_graph, create_graph):
         self.backward_called = True
         scaler = self.scaler
-        if scaler is not None and scaler.is_enabled():
-            loss = scaler.scale(loss)
-        Tensor.backward(loss, dy, retain_graph, create_graph)
-
-    def restore(self):
-        for ref in self.swapped:
-            t = ref()
-            if t is not None and type(t) is _BuildTensor:
-                t.__class__ = Tensor
-        self.swapped = []
+        if scaler is None or not scaler.is_enabled():
+            return loss._plain_backward(dy, retain_graph, create_graph)
+        # float16 overflow under a too-high scale is expected and handled by the scaler (the
+        # step is skipped): no NumPy RuntimeWarning for it.
+        with np.errstate(over="ignore", invalid="ignore"):
+            scaler.scale(loss)._plain_backward(dy, retain_graph, create_graph)
 
 
 class GraphConfig:
@@ -196,8 +165,7 @@ class Graph:
         # capture this body (after one eager warm-up call) and replay it.
         scaler = self._grad_scaler if self.training else None
         run = _Run(scaler)
-        run_token = _active_run.set(run)
-        hook_token = dispatch_hooks.set(dispatch_hooks.get() + (run.hook,))
+        override_token = backward_override.set(run.backward)
         try:
             if self.config.amp_enabled:
                 from ..amp import autocast  # amp sits above nn: imported on use
@@ -207,9 +175,7 @@ class Graph:
             else:
                 out = self.build(*args, **kwargs)
         finally:
-            dispatch_hooks.reset(hook_token)
-            _active_run.reset(run_token)
-            run.restore()
+            backward_override.reset(override_token)
         if self.training and run.backward_called:
             self._update(scaler)
         return out

@@ -308,7 +308,10 @@ class Module:
                 yield (mod_prefix + "." + name if mod_prefix else name), t
 
     def named_parameters(self, prefix: str = "", recurse: bool = True):
-        """Yield ``(name, Parameter)`` pairs, e.g. ``("features.0.weight", p)``; shared ones once."""
+        """Yield ``(name, Parameter)`` pairs, e.g. ``("features.0.weight", p)``.
+
+        A parameter shared by several modules is yielded once.
+        """
         return self._named_members("_parameters", prefix, recurse)
 
     def parameters(self, recurse: bool = True):

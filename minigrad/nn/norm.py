@@ -53,7 +53,8 @@ class _BatchNorm(Module):
 
     def forward(self, x):
         if x.ndim not in self._dims:
-            raise ValueError(f"{type(self).__name__}: expected a {' or '.join(map(str, self._dims))}"
+            dims = " or ".join(map(str, self._dims))
+            raise ValueError(f"{type(self).__name__}: expected a {dims}"
                              f"-D input (N, C, ...), got shape {x.shape}")
         if x.shape[1] != self.num_features:
             raise ValueError(f"{type(self).__name__}: input has {x.shape[1]} channels (shape "
