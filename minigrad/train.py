@@ -34,6 +34,7 @@ from .autodiff import GradManager, no_grad
 from .data import DataLoader, TensorDataset
 from .data.datasets import digits
 from .optimizer import SGD
+from .optimizer.lr_scheduler import CosineAnnealingLR
 from .serialization import load, save
 from .tensor import manual_seed
 
@@ -66,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=None,
                    help="use only the first N training and test images (quick runs, tests)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--stop-after", type=int, default=None, metavar="N",
+                   help="stop after epoch N as if interrupted (resume later with --resume)")
     return p
 
 
@@ -157,6 +160,8 @@ def main(argv=None) -> dict:
         x_test, y_test = x_test[:args.limit], y_test[:args.limit]
     model = lenet5().to(device)
     opt = SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
+    # Annealing to zero makes the final accuracy a property of the run, not of its last batches.
+    sched = CosineAnnealingLR(opt, T_max=args.epochs)
     gm = GradManager().attach(model.parameters())
     # bfloat16 has float32's exponent range: gradients do not underflow, so no loss scaling.
     scaler = amp.GradScaler(enabled=amp_dtype == "float16") if use_amp else None
@@ -178,6 +183,7 @@ def main(argv=None) -> dict:
                       "(the run will not match an uninterrupted one)", file=sys.stderr)
             model.load_state_dict(state["model"])
             opt.load_state_dict(state["optimizer"])
+            sched.load_state_dict(state["scheduler"])
             if scaler is not None and state["scaler"]:
                 scaler.load_state_dict(state["scaler"])
             _random.set_state(state["rng"])
@@ -225,20 +231,25 @@ def main(argv=None) -> dict:
                     "scale": f"{scaler.scale_factor:g}" if fp16 else "off"})
         if bar is not None:
             bar.close()
+        sched.step()
         elapsed = time.perf_counter() - t0
         wall += elapsed
         test_acc = _evaluate(model, test_loader, autocast_ctx)
         history["loss"].append(loss_sum / max(seen, 1))
         history["train_acc"].append(correct / max(seen, 1))
         history["test_acc"].append(test_acc)
+        stop = args.stop_after is not None and epoch + 1 >= args.stop_after
         print(f"epoch {epoch + 1}/{args.epochs}: loss {history['loss'][-1]:.4f}, train acc "
               f"{history['train_acc'][-1]:.2%}, test acc {test_acc:.2%} "
               f"({seen / elapsed:.0f} images/s"
               + (f", loss scale {scaler.scale_factor:g})" if fp16 else ")"))
         save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+              "scheduler": sched.state_dict(),
               "scaler": scaler.state_dict() if scaler is not None else {},
               "epoch": epoch + 1, "rng": _random.get_state(), "loader": loader.state_dict(),
               "history": history, "config": config}, ckpt_path)
+        if stop:
+            break
 
     curves = _plot(history, os.path.join(args.out, "curves.png")) if history["loss"] else None
     if fp16 and scaler.history and curves is not None:  # the loss scale over steps, skips marked

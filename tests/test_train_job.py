@@ -18,7 +18,8 @@ ARGS = ["--no-progress", "--limit", "256", "--lr", "0.05"]
 @pytest.fixture(scope="module")
 def one_epoch(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("one_epoch"))
-    return out, main(ARGS + ["--epochs", "1", "--out", out])
+    # Interrupted after its first epoch: the schedule is still the 2-epoch one.
+    return out, main(ARGS + ["--epochs", "2", "--stop-after", "1", "--out", out])
 
 
 def test_short_run_results(one_epoch):

@@ -73,6 +73,8 @@ __all__ = [
 
 def _pair(a, b):
     """Type a Python scalar after its array partner (only matters for bfloat16)."""
+    if type(a) is type(b):  # two arrays: the common case, nothing to do
+        return a, b
     if not hasattr(a, "dtype"):
         return lift_scalar(a, b), b
     if not hasattr(b, "dtype"):
@@ -197,6 +199,8 @@ class Pow(Function):
 
 
 def _binary(cls, a, b):
+    if isinstance(a, Tensor) and isinstance(b, Tensor):  # fast path of every Tensor operator
+        return cls.apply(a, b)
     a = as_operand(a, cls.name)
     b = as_operand(b, cls.name)
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
