@@ -15,10 +15,8 @@ import contextlib
 import pathlib
 import sys
 
-import numpy as np
-
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from overhead import _chain_minigrad, _time  # noqa: E402  (sibling script, not a package)
+from overhead import bench_minigrad  # noqa: E402  (sibling script, not a package)
 
 MODES = ("autocast off", "autocast on", "autocast + trace", "autocast + debug_overflow")
 
@@ -37,26 +35,8 @@ def _region(mode):
 
 
 def bench(mode, n, repeats):
-    """(forward us/op, forward+backward us/op) for one mode."""
-    import minigrad as mg
-
-    rng = np.random.default_rng(0)
-    x = mg.tensor(rng.standard_normal((16, 16)).astype(np.float32))
-    w = mg.tensor(rng.standard_normal((16, 16)).astype(np.float32) * 0.01, requires_grad=True)
-
-    def fwd():
-        with _region(mode):
-            _chain_minigrad(x, w, n)
-
-    def fwd_bwd():
-        # the region spans the backward too, so backward hooks are measured as well
-        with _region(mode):
-            y = _chain_minigrad(x, w, n)
-            y.sum().backward()
-        w.grad = None
-
-    fwd()
-    return _time(fwd, repeats) / (2 * n) * 1e6, _time(fwd_bwd, repeats) / (2 * n) * 1e6
+    """(forward us/op, forward+backward us/op) for one mode; the region spans the backward."""
+    return bench_minigrad(n, repeats, lambda: _region(mode))
 
 
 def main(argv=None):

@@ -18,11 +18,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pathlib
 import platform
-import statistics
-import time
+import sys
 
 import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _timing import median_seconds  # noqa: E402  (sibling script, not a package)
 
 import minigrad as mg
 import minigrad.functional as F
@@ -51,17 +54,6 @@ def numpy_threads() -> int:
         if os.environ.get(var, "").isdigit():
             return int(os.environ[var])
     return os.cpu_count() or 1
-
-
-def _median_time(fn, warmup: int, repeats: int) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def _torch_copy(torch, module, mg_model):
@@ -118,7 +110,8 @@ def bench_lenet(torch, warmup: int, repeats: int) -> dict:
             opt.step().clear_grad()
             first.setdefault("mg", float(loss.item()))
 
-    res = {"name": "LeNet-5 digits, s/epoch", "minigrad": _median_time(mg_epoch, warmup, repeats)}
+    res = {"name": "LeNet-5 digits, s/epoch",
+           "minigrad": median_seconds(mg_epoch, repeats, warmup=warmup)}
     if torch:
         topt = torch.optim.SGD(tmodel.parameters(), lr=LENET_LR, momentum=0.9)
         tx, ty = torch.from_numpy(x), torch.from_numpy(y)
@@ -135,7 +128,7 @@ def bench_lenet(torch, warmup: int, repeats: int) -> dict:
                 topt.zero_grad()
                 first.setdefault("torch", float(loss.detach()))
 
-        res["pytorch"] = _median_time(torch_epoch, warmup, repeats)
+        res["pytorch"] = median_seconds(torch_epoch, repeats, warmup=warmup)
         res["check"] = abs(first["mg"] - first["torch"])
     res["unit"] = "s"
     return res
@@ -164,7 +157,7 @@ def bench_mlp(torch, warmup: int, repeats: int) -> dict:
             first.setdefault("mg", float(loss.item()))
 
     res = {"name": f"MLP {MLP_LAYERS}x{MLP_WIDTH} MSE, ms/step",
-           "minigrad": _median_time(mg_pass, warmup, repeats) / MLP_BATCHES * 1e3}
+           "minigrad": median_seconds(mg_pass, repeats, warmup=warmup) / MLP_BATCHES * 1e3}
     if torch:
         topt = torch.optim.SGD(tmodel.parameters(), lr=MLP_LR)
         txs, tts = [torch.from_numpy(d) for d in data], [torch.from_numpy(t) for t in targets]
@@ -177,7 +170,7 @@ def bench_mlp(torch, warmup: int, repeats: int) -> dict:
                 topt.zero_grad()
                 first.setdefault("torch", float(loss.detach()))
 
-        res["pytorch"] = _median_time(torch_pass, warmup, repeats) / MLP_BATCHES * 1e3
+        res["pytorch"] = median_seconds(torch_pass, repeats, warmup=warmup) / MLP_BATCHES * 1e3
         res["check"] = abs(first["mg"] - first["torch"])
     res["unit"] = "ms"
     return res

@@ -17,11 +17,11 @@ import argparse
 import pathlib
 import statistics
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _timing import median_seconds  # noqa: E402
 from amp_mlp import device_name, emit, markdown_table, no_gpu_exit  # noqa: E402
 
 import minigrad as mg  # noqa: E402
@@ -41,16 +41,6 @@ def _time_gpu(fn, repeats):
         stop.record()
         stop.synchronize()
         times.append(cupy.cuda.get_elapsed_time(start, stop) / 1e3)
-    return statistics.median(times)
-
-
-def _time_cpu(fn, repeats):
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
 
@@ -80,7 +70,7 @@ def main(argv=None) -> int:
         import cupy as xp
         timer = _time_gpu
     else:
-        xp, timer = np, _time_cpu
+        xp, timer = np, lambda fn, repeats: median_seconds(fn, repeats, warmup=1)
     device = "cuda" if gpu else "cpu"
     rows = []
     for label, dtype, sa, sb in cases(cfg.n, cfg.batch):

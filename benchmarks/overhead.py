@@ -9,10 +9,14 @@ and on) and, when PyTorch is installed, PyTorch in the same process on the same 
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
+import contextlib
+import pathlib
+import sys
 
 import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _timing import median_seconds  # noqa: E402  (sibling script, not a package)
 
 
 def _chain_minigrad(x, w, n):
@@ -22,28 +26,13 @@ def _chain_minigrad(x, w, n):
     return y
 
 
-def _time(fn, repeats):
-    samples = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
-
-
-def bench_minigrad(n, repeats, autocast=False, trace=False):
+def bench_minigrad(n, repeats, region=contextlib.nullcontext):
+    """(forward, forward+backward) us/op; ``region()`` wraps each run, backward included."""
     import minigrad as mg
 
     rng = np.random.default_rng(0)
     x = mg.tensor(rng.standard_normal((16, 16)).astype(np.float32))
     w = mg.tensor(rng.standard_normal((16, 16)).astype(np.float32) * 0.01, requires_grad=True)
-
-    def region():
-        if not autocast:
-            import contextlib
-            return contextlib.nullcontext()
-        from minigrad import amp
-        return amp.autocast()
 
     def fwd():
         with region():
@@ -52,11 +41,11 @@ def bench_minigrad(n, repeats, autocast=False, trace=False):
     def fwd_bwd():
         with region():
             y = _chain_minigrad(x, w, n)
-        y.sum().backward()
+            y.sum().backward()
         w.grad = None
 
-    fwd()
-    return _time(fwd, repeats) / (2 * n) * 1e6, _time(fwd_bwd, repeats) / (2 * n) * 1e6
+    return (median_seconds(fwd, repeats, warmup=1) / (2 * n) * 1e6,
+            median_seconds(fwd_bwd, repeats) / (2 * n) * 1e6)
 
 
 def bench_torch(n, repeats):
@@ -75,8 +64,8 @@ def bench_torch(n, repeats):
         y.sum().backward()
         w.grad = None
 
-    fwd()
-    return _time(fwd, repeats) / (2 * n) * 1e6, _time(fwd_bwd, repeats) / (2 * n) * 1e6
+    return (median_seconds(fwd, repeats, warmup=1) / (2 * n) * 1e6,
+            median_seconds(fwd_bwd, repeats) / (2 * n) * 1e6)
 
 
 def main(argv=None):
@@ -87,7 +76,10 @@ def main(argv=None):
 
     rows = [("minigrad", *bench_minigrad(args.ops, args.repeats))]
     try:
-        rows.append(("minigrad autocast fp16", *bench_minigrad(args.ops, args.repeats, True)))
+        from minigrad import amp
+
+        rows.append(("minigrad autocast fp16",
+                     *bench_minigrad(args.ops, args.repeats, amp.autocast)))
     except (ImportError, AttributeError):  # amp not built
         pass
     try:
