@@ -5,8 +5,17 @@ import pytest
 
 import minigrad as mg
 from minigrad._backend import kernels
+from minigrad.functional import _conv_kernels
 from minigrad.functional.conv import conv1d, conv2d, conv_transpose2d
 from minigrad.testing import gradcheck, gradgradcheck
+
+
+@pytest.fixture(autouse=True, params=["full_width", "batch_inner"])
+def im2col_layout(request, monkeypatch):
+    """Run every test with each im2col layout (full width is possible at stride 1 only)."""
+    waste = float("inf") if request.param == "full_width" else -1.0
+    monkeypatch.setattr(_conv_kernels, "_FULL_WIDTH_MAX_WASTE", waste)
+    return request.param
 
 
 def pair(v):
@@ -62,7 +71,8 @@ def t(a, device, **kw):
 
 CONV_CASES = [{}, {"stride": 2}, {"padding": 1}, {"dilation": 2}, {"groups": 2},
               {"stride": (2, 1), "padding": (1, 2), "dilation": (1, 2), "groups": 2},
-              {"stride": 3, "padding": 2, "groups": 4}]
+              {"stride": 3, "padding": 2, "groups": 4},
+              {"padding": (1, 2), "dilation": (2, 1), "groups": 2}]
 
 
 @pytest.mark.parametrize("kw", CONV_CASES)
@@ -193,6 +203,38 @@ def test_conv_transpose_fp16_output_dtype(device, rng):
     ref = conv_transpose2d_ref(x.numpy().astype(np.float64), w.numpy().astype(np.float64),
                                stride=2, output_padding=1)
     np.testing.assert_allclose(y.numpy().astype(np.float64), ref, rtol=1e-2, atol=1e-2)
+
+
+def test_layout_choice():
+    def layout(x_shape, w_shape, out_hw, stride=(1, 1), padding=(0, 0)):
+        geo = _conv_kernels._Geometry(x_shape, w_shape, out_hw, stride, padding, (1, 1), 1)
+        return type(geo.layout()).__name__
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_conv_kernels, "_FULL_WIDTH_MAX_WASTE", 0.25)
+        assert layout((64, 1, 32, 32), (6, 1, 5, 5), (28, 28)) == "_FullWidth"  # 14% waste
+        assert layout((64, 6, 14, 14), (16, 6, 5, 5), (10, 10)) == "_BatchInner"  # 40%
+        assert layout((8, 3, 32, 32), (8, 3, 3, 3), (16, 16), stride=(2, 2),
+                      padding=(1, 1)) == "_BatchInner"
+
+
+def test_weight_grad_with_kept_columns(device, rng, monkeypatch):
+    # Keeping the forward's im2col matrix for the weight gradient changes nothing but speed,
+    # is skipped for a frozen weight, and is freed with the graph.
+    x = rng.standard_normal((2, 4, 7, 6))
+    w0, gy = rng.standard_normal((6, 2, 3, 3)), rng.standard_normal((2, 6, 7, 6))
+    grads = []
+    for keep_limit in (0, 1 << 30):
+        monkeypatch.setattr(kernels, "im2col_keep_bytes", lambda a, limit=keep_limit: limit)
+        w = t(w0, device, requires_grad=True)
+        y = conv2d(t(x, device), w, padding=1, groups=2)
+        assert len(y.creator.saved) == (3 if keep_limit else 2)
+        assert len(conv2d(t(x, device, requires_grad=True), w.detach(), padding=1,
+                          groups=2).creator.saved) == 2
+        y.backward(t(gy, device))
+        assert y.creator.saved is None
+        grads.append(w.grad.numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])
 
 
 def test_errors(device):

@@ -37,6 +37,17 @@ def test_matmul_inner_mismatch_error(device):
         matmul(t(np.ones((2, 3)), device), t(np.ones((4, 5)), device))
 
 
+@pytest.mark.parametrize("rows, b_layout", [(6, "F"), (8, "F"), (9, "F"), (6, "C")])
+def test_cpu_skinny_matmul_matches_gemm(rng, rows, b_layout):
+    # A few rows times a long reduction (a conv weight gradient) may run as one GEMV per row.
+    a = rng.standard_normal((rows, kernels._GEMV_MIN_REDUCTION)).astype(np.float32)
+    b = rng.standard_normal((25, a.shape[1])).astype(np.float32).T
+    b = np.asarray(b, order=b_layout)
+    out = kernels.matmul(a, b)
+    assert out.dtype == np.float32 and out.shape == (rows, 25)
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
+
+
 def test_bmm(device, rng):
     a, b = rng.standard_normal((3, 2, 4)), rng.standard_normal((3, 4, 5))
     y = bmm(t(a, device), t(b, device))

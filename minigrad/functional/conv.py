@@ -1,170 +1,48 @@
 """Convolutions: conv1d, conv2d, conv_transpose2d (NCHW, PyTorch weight layouts).
 
-Each convolution is im2col + ONE GEMM. The im2col matrix is a strided view of the padded input
-laid out as (C, kh, kw, OH, OW, N), and the GEMM ``weight (O, C*kh*kw) @ cols (C*kh*kw,
-OH*OW*N)`` is 2-D (batched over groups only): that is the shape cuBLAS runs with Tensor Cores for
-fp16/bf16, and one large BLAS call on the CPU.
-
-Gradients are three mutually adjoint ops, each the backward of the others, so double backward
-works with no other ops:
+Each convolution is im2col + ONE GEMM (the array kernels live in ``_conv_kernels``). Gradients
+are three mutually adjoint ops, each the backward of the others, so double backward works with
+no other ops:
 
 - ``conv2d(x, w)``                  -> y
 - ``conv2d_backward_data(gy, w)``   -> data gradient: a transposed conv (GEMM, then col2im as
                                        one strided add per kernel offset)
 - ``conv2d_backward_filter(x, gy)`` -> weight gradient (one GEMM)
 
-Low precision (invariant 4): GEMMs go through ``_backend.kernels.matmul`` (fp32 accumulation,
-rounded output); col2im sums overlapping windows in fp32 and rounds once.
+When the weight needs a gradient, ``conv2d`` may keep its im2col matrix for
+``conv2d_backward_filter`` (on the CPU, where rebuilding it costs as much as the GEMM; the
+backend sets the size limit); it is freed with the rest of the graph.
 """
 
 from __future__ import annotations
 
-from .._backend import cudnn_conv, get_array_module, kernels
-from .._backend.dtypes import float32, is_low_precision, widest_float
 from ..autodiff.function import Function
+from ..autodiff.grad_mode import grad_enabled
 from ..tensor import Tensor
+from ._conv_kernels import conv_data_grad, conv_forward, conv_weight_grad
 from ._utils import op_error
 
 __all__ = ["conv1d", "conv2d", "conv_transpose2d"]
-
-
-# ----------------------------------------------------------------------------- array kernels
-# Internally images are "CHWN" (batch innermost): every kernel-offset slice of a CHWN array is
-# then a run of OW*N contiguous elements, so the im2col copy and the col2im adds stream through
-# memory instead of stepping through rows of OW elements (2x faster on LeNet's 10x10 maps).
-def _to_chwn(x, ph, pw):
-    """One copy: NCHW -> zero-padded CHWN."""
-    xp = get_array_module(x)
-    n, c, h, w = x.shape
-    out = xp.zeros((c, h + 2 * ph, w + 2 * pw, n), dtype=x.dtype)
-    out[:, ph:ph + h, pw:pw + w] = x.transpose(1, 2, 3, 0)
-    return out
-
-
-def _cols(x, kh, kw, out_hw, stride, padding, dilation):
-    """im2col as a strided view (C, kh, kw, OH, OW, N) of the padded CHWN input (no copy)."""
-    xp = get_array_module(x)
-    xt = _to_chwn(x, *padding)
-    s_c, s_h, s_w, s_n = xt.strides
-    return xp.lib.stride_tricks.as_strided(
-        xt, (xt.shape[0], kh, kw) + tuple(out_hw) + (xt.shape[3],),
-        (s_c, s_h * dilation[0], s_w * dilation[1], s_h * stride[0], s_w * stride[1], s_n))
-
-
-def _lowp_operands(a, b):
-    """Upcast fp16/bf16 operands early where ``kernels.matmul`` would upcast them anyway.
-
-    On the CPU ``kernels.matmul`` emulates Tensor Cores by converting its operands to fp32.
-    Converting *before* im2col is numerically identical and converts kh*kw times fewer elements
-    (NumPy's fp16->fp32 conversion otherwise dominates a LeNet conv). On the GPU the operands
-    stay narrow so cuBLAS runs them on Tensor Cores. Returns the operands and the output dtype.
-    """
-    out_dtype = a.dtype if a.dtype == b.dtype else widest_float((a.dtype, b.dtype))
-    if is_low_precision(out_dtype):
-        # _backend decides whether fp16/bf16 GEMMs are emulated for this array's backend.
-        if kernels.emulates_low_precision(a):
-            return a.astype(float32), b.astype(float32), out_dtype
-    return a, b, out_dtype
-
-
-def _gemm(a, b, groups):
-    # One 2-D GEMM when ungrouped (the Tensor Core path for fp16), one batched GEMM otherwise.
-    return kernels.matmul(a[0], b[0])[None] if groups == 1 else kernels.matmul(a, b)
-
-
-def _gy_matrix(gy, groups):
-    """Output gradient NCHW -> (groups, O/groups, OH*OW*N), the GEMM layout of the output."""
-    n, o, oh, ow = gy.shape
-    return gy.transpose(1, 2, 3, 0).reshape(groups, o // groups, oh * ow * n)
-
-
-def _add_bias(y, b):
-    """Add a per-channel bias to an NCHW result of the cuDNN path (in place, y's dtype)."""
-    if b is not None:
-        y += b.reshape(1, -1, 1, 1).astype(y.dtype, copy=False)
-    return y
-
-
-def _conv_forward(x, w, b, out_hw, stride, padding, dilation, groups):
-    # --- cuDNN (GPU fp16/bf16 with nvidia-cudnn-frontend); None: use im2col below ---
-    y = cudnn_conv.forward(x, w, stride, padding, dilation, groups)
-    if y is not None:
-        return _add_bias(y, b)
-    # --- end cuDNN dispatch ---
-    x, w, out_dtype = _lowp_operands(x, w)
-    n = x.shape[0]
-    o, cg, kh, kw = w.shape
-    k = cg * kh * kw
-    cols = _cols(x, kh, kw, out_hw, stride, padding, dilation)
-    cols = cols.reshape(groups, k, out_hw[0] * out_hw[1] * n)  # the one im2col copy
-    y = _gemm(w.reshape(groups, o // groups, k), cols, groups)  # (g, O/g, OH*OW*N)
-    y = y.reshape((o,) + tuple(out_hw) + (n,)).transpose(3, 0, 1, 2)
-    y = get_array_module(y).ascontiguousarray(y)
-    if b is not None:
-        y += b.reshape(1, -1, 1, 1)
-    return y.astype(out_dtype, copy=False)
-
-
-def _conv_data_grad(gy, w, b, in_hw, stride, padding, dilation, groups):
-    """Transposed convolution: GEMM to columns, then col2im by adding one slice per offset."""
-    # --- cuDNN (GPU fp16/bf16 with nvidia-cudnn-frontend); None: use im2col below ---
-    gx = cudnn_conv.data_grad(gy, w, in_hw, stride, padding, dilation, groups)
-    if gx is not None:
-        return _add_bias(gx, b)
-    # --- end cuDNN dispatch ---
-    gy, w, out_dtype = _lowp_operands(gy, w)
-    xp = get_array_module(gy)
-    n, o, oh, ow = gy.shape
-    cg, kh, kw = w.shape[1:]
-    c = cg * groups
-    w_t = w.reshape(groups, o // groups, cg * kh * kw).transpose(0, 2, 1)
-    dcols = _gemm(w_t, _gy_matrix(gy, groups), groups).reshape(c, kh, kw, oh, ow, n)
-    ph, pw = padding
-    sh, sw = stride
-    dh, dw = dilation
-    # Overlapping windows are summed in fp32 for fp16/bf16 and rounded once at the end.
-    acc_dtype = float32 if is_low_precision(dcols.dtype) else dcols.dtype
-    acc = xp.zeros((c, in_hw[0] + 2 * ph, in_hw[1] + 2 * pw, n), dtype=acc_dtype)
-    for i in range(kh):
-        for j in range(kw):
-            acc[:, i * dh:i * dh + sh * (oh - 1) + 1:sh,
-                j * dw:j * dw + sw * (ow - 1) + 1:sw] += dcols[:, i, j]
-    gx = xp.ascontiguousarray(acc[:, ph:ph + in_hw[0], pw:pw + in_hw[1]].transpose(3, 0, 1, 2))
-    if b is not None:
-        gx += b.reshape(1, -1, 1, 1)
-    return gx.astype(out_dtype, copy=False)
-
-
-def _conv_weight_grad(x, gy, w_shape, stride, padding, dilation, groups):
-    # --- cuDNN (GPU fp16/bf16 with nvidia-cudnn-frontend); None: use im2col below ---
-    gw = cudnn_conv.weight_grad(x, gy, w_shape, stride, padding, dilation, groups)
-    if gw is not None:
-        return gw
-    # --- end cuDNN dispatch ---
-    x, gy, out_dtype = _lowp_operands(x, gy)
-    n, _, oh, ow = gy.shape
-    cg, kh, kw = w_shape[1:]
-    cols = _cols(x, kh, kw, (oh, ow), stride, padding, dilation)
-    cols = cols.reshape(groups, cg * kh * kw, oh * ow * n)
-    gw = _gemm(_gy_matrix(gy, groups), cols.transpose(0, 2, 1), groups).reshape(w_shape)
-    return gw.astype(out_dtype, copy=False)
 
 
 # ----------------------------------------------------------------------------- Functions
 class Conv2d(Function):
     name = "conv2d"
 
-    def forward(self, x, w, b, stride, padding, dilation, groups, out_hw):
-        self.save_for_backward(x, w)
+    def forward(self, x, w, b, stride, padding, dilation, groups, out_hw, keep_cols=False):
         self.cfg = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
-        return _conv_forward(x, w, b, out_hw, **self.cfg)
+        y, cols = conv_forward(x, w, b, out_hw, keep_cols=keep_cols, **self.cfg)
+        self.save_for_backward(*((x, w) if cols is None else (x, w, cols)))
+        return y
 
     def backward(self, gy):
-        x, w = self.saved_tensors
+        saved = self.saved_tensors
+        x, w = saved[:2]
+        cols = saved[2].data if len(saved) > 2 else None
         need_x, need_w, need_b = self.needs_input_grad
         gx = (Conv2dBackwardData.apply(gy, w, None, out_hw=x.shape[2:], **self.cfg)
               if need_x else None)
-        gw = (Conv2dBackwardFilter.apply(x, gy, w_shape=w.shape, **self.cfg)
+        gw = (Conv2dBackwardFilter.apply(x, gy, w_shape=w.shape, cols=cols, **self.cfg)
               if need_w else None)
         gb = gy.sum((0, 2, 3)) if need_b else None
         return gx, gw, gb
@@ -178,7 +56,7 @@ class ConvTranspose2d(Function):
     def forward(self, x, w, b, stride, padding, dilation, groups, out_hw):
         self.save_for_backward(x, w)
         self.cfg = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
-        return _conv_data_grad(x, w, b, out_hw, **self.cfg)
+        return conv_data_grad(x, w, b, out_hw, **self.cfg)
 
     def backward(self, gy):
         x, w = self.saved_tensors
@@ -201,10 +79,10 @@ class Conv2dBackwardFilter(Function):
 
     name = "conv2d_backward_filter"
 
-    def forward(self, x, gy, w_shape, stride, padding, dilation, groups):
+    def forward(self, x, gy, w_shape, stride, padding, dilation, groups, cols=None):
         self.save_for_backward(x, gy)
         self.cfg = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
-        return _conv_weight_grad(x, gy, w_shape, **self.cfg)
+        return conv_weight_grad(x, gy, w_shape, cols=cols, **self.cfg)
 
     def backward(self, ggw):
         x, gy = self.saved_tensors
@@ -223,7 +101,7 @@ class Conv1d(Function):
     def forward(self, x, w, b, stride, padding, dilation, groups, out_hw):
         self.save_for_backward(x, w)
         self.cfg = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
-        return _conv_forward(x[:, :, None], w[:, :, None], b, out_hw, **self.cfg)[:, :, 0]
+        return conv_forward(x[:, :, None], w[:, :, None], b, out_hw, **self.cfg)[0][:, :, 0]
 
     def backward(self, gy):
         x, w = self.saved_tensors
@@ -313,7 +191,8 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
                                   (dilation, "dilation")))
     out_hw = _out_size(op, x.shape[2:], weight.shape[2:], stride, padding, dilation)
     return Conv2d.apply(x, weight, bias, stride=stride, padding=padding, dilation=dilation,
-                        groups=groups, out_hw=out_hw)
+                        groups=groups, out_hw=out_hw,
+                        keep_cols=weight.requires_grad and grad_enabled.get())
 
 
 def conv1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,

@@ -1,0 +1,231 @@
+"""Array kernels of the convolutions: im2col + ONE GEMM, in two column layouts.
+
+Every convolution here is the 2-D GEMM ``weight (O, C*kh*kw) @ cols (C*kh*kw, M)`` (batched
+over groups only): the shape cuBLAS runs on Tensor Cores for fp16/bf16, and one large BLAS call
+on the CPU. The data gradient is the transposed GEMM followed by col2im; the weight gradient is
+``gy (O, M) @ cols.T``. What differs is how the M columns are laid out, and each layout wins in
+its own regime (both measured on LeNet-5, see benchmarks/cpu_training.py):
+
+- ``_FullWidth`` (stride 1 only): M = N*OH*Wp. Output rows are computed over the whole padded
+  width Wp and the ``Wp - OW`` columns past the output are thrown away. In exchange, every
+  (channel, kernel offset, image) block of the columns is ONE contiguous run of OH*Wp input
+  elements, so im2col and col2im move long runs, and outputs and input gradients come out
+  NCHW-ordered with no transpose. Used when the wasted GEMM work ``Wp/OW - 1`` is small.
+- ``_BatchInner``: M = OH*OW*N, images innermost ("CHWN"), so each kernel-offset slice is a run
+  of OW*N elements. No wasted work, but NCHW <-> CHWN transposes on the way in and out. Used for
+  strided convolutions and small feature maps.
+
+Low precision (invariant 4): GEMMs go through ``_backend.kernels.matmul`` (fp32 accumulation,
+rounded output); col2im sums overlapping windows in fp32 and rounds once. cuDNN, when the
+backend has it, takes fp16/bf16 convolutions before any of this runs.
+"""
+
+from __future__ import annotations
+
+from .._backend import cudnn_conv, get_array_module, kernels
+from .._backend.dtypes import float32, is_low_precision, widest_float
+
+__all__ = ["conv_forward", "conv_data_grad", "conv_weight_grad"]
+
+# Wasted GEMM work (Wp/OW - 1) up to which the full-width layout beats the batch-inner one.
+# LeNet-5 on 2 CPU cores: 32/28 (14% waste) is faster full-width, 14/10 (40%) batch-inner.
+_FULL_WIDTH_MAX_WASTE = 0.25
+
+
+class _Geometry:
+    """Shapes of one convolution: input (N, C, H, W), weight (O, C/g, kh, kw), output OHxOW."""
+
+    def __init__(self, x_shape, w_shape, out_hw, stride, padding, dilation, groups):
+        self.n, self.c, self.h, self.w = x_shape
+        self.o, self.cg, self.kh, self.kw = w_shape
+        self.oh, self.ow = out_hw
+        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+        self.hp, self.wp = self.h + 2 * padding[0], self.w + 2 * padding[1]
+        self.k = self.cg * self.kh * self.kw
+
+    def layout(self):
+        full_width = (self.stride == (1, 1)
+                      and self.wp <= (1 + _FULL_WIDTH_MAX_WASTE) * self.ow)
+        return (_FullWidth if full_width else _BatchInner)(self)
+
+
+def _flat_view(xp, flat, shape, strides, offset=0):
+    """A strided view of a 1-D array (strides in elements)."""
+    size = flat.itemsize
+    return xp.lib.stride_tricks.as_strided(flat[offset:], shape, [s * size for s in strides])
+
+
+class _FullWidth:
+    """Columns (C, kh, kw, N, OH*Wp): each block a contiguous run of the padded NCHW input."""
+
+    def __init__(self, g: _Geometry):
+        self.g = g
+        # Rows are read whole, so the last kernel column reads dw*(kw-1) elements past the last
+        # image plane: the padded buffer carries that many trailing zeros.
+        self.tail = g.dilation[1] * (g.kw - 1)
+        self.plane = g.hp * g.wp
+        self.m = g.n * g.oh * g.wp
+
+    def _padded_flat(self, x, dtype=None):
+        g, xp = self.g, get_array_module(x)
+        buf = xp.zeros(g.n * g.c * self.plane + self.tail, dtype=dtype or x.dtype)
+        ph, pw = g.padding
+        buf[:g.n * g.c * self.plane].reshape(g.n, g.c, g.hp, g.wp)[
+            :, :, ph:ph + g.h, pw:pw + g.w] = x
+        return buf
+
+    def _blocks(self, flat, c, n, i, j):
+        """The (C, N, OH*Wp) view of a padded flat buffer at kernel offset (i, j)."""
+        g = self.g
+        offset = i * g.dilation[0] * g.wp + j * g.dilation[1]
+        return _flat_view(get_array_module(flat), flat, (c, n, g.oh * g.wp),
+                          (self.plane, c * self.plane, 1), offset)
+
+    def cols(self, x):
+        g, xp = self.g, get_array_module(x)
+        buf = self._padded_flat(x)
+        view = _flat_view(xp, buf, (g.c, g.kh, g.kw, g.n, g.oh * g.wp),
+                          (self.plane, g.dilation[0] * g.wp, g.dilation[1], g.c * self.plane, 1))
+        return view.reshape(g.groups, g.k, self.m)  # the one im2col copy
+
+    def to_nchw(self, y):
+        g = self.g
+        y = y.reshape(g.o, g.n, g.oh, g.wp)[:, :, :, :g.ow].transpose(1, 0, 2, 3)
+        return get_array_module(y).ascontiguousarray(y)
+
+    def gy_matrix(self, gy):
+        # Zeros in the thrown-away columns make them contribute nothing to either gradient.
+        g, xp = self.g, get_array_module(gy)
+        out = xp.zeros((g.o, g.n, g.oh, g.wp), dtype=gy.dtype)
+        out[:, :, :, :g.ow] = gy.transpose(1, 0, 2, 3)
+        return out.reshape(g.groups, g.o // g.groups, self.m)
+
+    def col2im(self, dcols, acc_dtype):
+        g, xp = self.g, get_array_module(dcols)
+        dcols = dcols.reshape(g.c, g.kh, g.kw, g.n, g.oh * g.wp)
+        acc = xp.zeros(g.n * g.c * self.plane + self.tail, dtype=acc_dtype)
+        for i in range(g.kh):
+            for j in range(g.kw):
+                self._blocks(acc, g.c, g.n, i, j)[...] += dcols[:, i, j]
+        ph, pw = g.padding
+        acc = acc[:g.n * g.c * self.plane].reshape(g.n, g.c, g.hp, g.wp)
+        return acc[:, :, ph:ph + g.h, pw:pw + g.w]
+
+
+class _BatchInner:
+    """Columns (C, kh, kw, OH, OW, N) of the zero-padded input transposed to CHWN."""
+
+    def __init__(self, g: _Geometry):
+        self.g = g
+        self.m = g.oh * g.ow * g.n
+
+    def _window_view(self, chwn):
+        """(C, kh, kw, OH, OW, N) strided view of a padded CHWN array (strides of kernel
+        offsets are dilations, of output positions strides)."""
+        g, xp = self.g, get_array_module(chwn)
+        s_c, s_h, s_w, s_n = chwn.strides
+        (sh, sw), (dh, dw) = g.stride, g.dilation
+        return xp.lib.stride_tricks.as_strided(
+            chwn, (g.c, g.kh, g.kw, g.oh, g.ow, g.n),
+            (s_c, s_h * dh, s_w * dw, s_h * sh, s_w * sw, s_n))
+
+    def cols(self, x):
+        g, xp = self.g, get_array_module(x)
+        ph, pw = g.padding
+        chwn = xp.zeros((g.c, g.hp, g.wp, g.n), dtype=x.dtype)
+        chwn[:, ph:ph + g.h, pw:pw + g.w] = x.transpose(1, 2, 3, 0)
+        return self._window_view(chwn).reshape(g.groups, g.k, self.m)  # the one im2col copy
+
+    def to_nchw(self, y):
+        g = self.g
+        y = y.reshape(g.o, g.oh, g.ow, g.n).transpose(3, 0, 1, 2)
+        return get_array_module(y).ascontiguousarray(y)
+
+    def gy_matrix(self, gy):
+        g = self.g
+        return gy.transpose(1, 2, 3, 0).reshape(g.groups, g.o // g.groups, self.m)
+
+    def col2im(self, dcols, acc_dtype):
+        g, xp = self.g, get_array_module(dcols)
+        dcols = dcols.reshape(g.c, g.kh, g.kw, g.oh, g.ow, g.n)
+        acc = xp.zeros((g.c, g.hp, g.wp, g.n), dtype=acc_dtype)
+        windows = self._window_view(acc)  # adding through it is safe: one offset at a time
+        for i in range(g.kh):
+            for j in range(g.kw):
+                windows[:, i, j] += dcols[:, i, j]
+        ph, pw = g.padding
+        return acc[:, ph:ph + g.h, pw:pw + g.w].transpose(3, 0, 1, 2)
+
+
+# ----------------------------------------------------------------------------- entry points
+def _lowp_operands(a, b):
+    """Upcast fp16/bf16 operands early where ``kernels.matmul`` would upcast them anyway.
+
+    On the CPU ``kernels.matmul`` emulates Tensor Cores by converting its operands to fp32.
+    Converting *before* im2col is numerically identical and converts kh*kw times fewer elements
+    (NumPy's fp16->fp32 conversion otherwise dominates a LeNet conv). On the GPU the operands
+    stay narrow so cuBLAS runs them on Tensor Cores. Returns the operands and the output dtype.
+    """
+    out_dtype = a.dtype if a.dtype == b.dtype else widest_float((a.dtype, b.dtype))
+    if is_low_precision(out_dtype) and kernels.emulates_low_precision(a):
+        return a.astype(float32), b.astype(float32), out_dtype
+    return a, b, out_dtype
+
+
+def _gemm(a, b, groups):
+    # One 2-D GEMM when ungrouped (the Tensor Core path for fp16), one batched GEMM otherwise.
+    return kernels.matmul(a[0], b[0])[None] if groups == 1 else kernels.matmul(a, b)
+
+
+def _add_bias(y, b):
+    if b is not None:
+        y += b.reshape(1, -1, 1, 1).astype(y.dtype, copy=False)
+    return y
+
+
+def conv_forward(x, w, b, out_hw, stride, padding, dilation, groups, keep_cols=False):
+    """``conv2d`` on arrays. Returns ``(y, cols)``; cols is the im2col matrix when
+    ``keep_cols`` (the weight gradient reuses it) and the path built one, else None."""
+    y = cudnn_conv.forward(x, w, stride, padding, dilation, groups)
+    if y is not None:
+        return _add_bias(y, b), None
+    x, w, out_dtype = _lowp_operands(x, w)
+    geo = _Geometry(x.shape, w.shape, out_hw, stride, padding, dilation, groups)
+    layout = geo.layout()
+    cols = layout.cols(x)
+    y = layout.to_nchw(_gemm(w.reshape(groups, geo.o // groups, geo.k), cols, groups))
+    keep = keep_cols and cols.nbytes <= kernels.im2col_keep_bytes(cols)
+    return _add_bias(y, b).astype(out_dtype, copy=False), (cols if keep else None)
+
+
+def conv_data_grad(gy, w, b, in_hw, stride, padding, dilation, groups):
+    """Transposed convolution (the data gradient of conv2d): GEMM to columns, then col2im."""
+    gx = cudnn_conv.data_grad(gy, w, in_hw, stride, padding, dilation, groups)
+    if gx is not None:
+        return _add_bias(gx, b)
+    gy, w, out_dtype = _lowp_operands(gy, w)
+    n, o = gy.shape[:2]
+    cg = w.shape[1]
+    geo = _Geometry((n, cg * groups) + tuple(in_hw), w.shape, gy.shape[2:], stride, padding,
+                    dilation, groups)
+    layout = geo.layout()
+    w_t = w.reshape(groups, o // groups, geo.k).transpose(0, 2, 1)
+    dcols = _gemm(w_t, layout.gy_matrix(gy), groups)
+    # Overlapping windows are summed in fp32 for fp16/bf16 and rounded once at the end.
+    acc_dtype = float32 if is_low_precision(dcols.dtype) else dcols.dtype
+    gx = get_array_module(dcols).ascontiguousarray(layout.col2im(dcols, acc_dtype))
+    return _add_bias(gx, b).astype(out_dtype, copy=False)
+
+
+def conv_weight_grad(x, gy, w_shape, stride, padding, dilation, groups, cols=None):
+    """Weight gradient of conv2d (one GEMM); ``cols`` is the forward's im2col matrix, if kept."""
+    gw = cudnn_conv.weight_grad(x, gy, w_shape, stride, padding, dilation, groups)
+    if gw is not None:
+        return gw
+    x, gy, out_dtype = _lowp_operands(x, gy)
+    geo = _Geometry(x.shape, w_shape, gy.shape[2:], stride, padding, dilation, groups)
+    layout = geo.layout()
+    if cols is None:
+        cols = layout.cols(x)
+    gw = _gemm(layout.gy_matrix(gy), cols.transpose(0, 2, 1), groups).reshape(w_shape)
+    return gw.astype(out_dtype, copy=False)
