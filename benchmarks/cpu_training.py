@@ -6,7 +6,8 @@
 (b) the MLP of the AMP seed scaled to a CPU (batch 64, width 512, 3 layers, MSE loss, plain SGD
     lr 0.001): milliseconds per training step.
 
-Each measurement is preceded by a warm-up and repeated; the median is reported. PyTorch gets as
+Each measurement is preceded by a warm-up and repeated, minigrad and PyTorch taking turns (so a
+machine whose speed drifts slows both alike); the median is reported. PyTorch gets as
 many threads as NumPy's BLAS uses, and its weights are copied from minigrad's model, so both
 frameworks compute the same thing (the table's last column is the first-step loss difference).
 
@@ -25,7 +26,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from _timing import median_seconds  # noqa: E402  (sibling script, not a package)
+from _timing import interleaved_medians  # noqa: E402  (sibling script, not a package)
 
 import minigrad as mg
 import minigrad.functional as F
@@ -110,8 +111,7 @@ def bench_lenet(torch, warmup: int, repeats: int) -> dict:
             opt.step().clear_grad()
             first.setdefault("mg", float(loss.item()))
 
-    res = {"name": "LeNet-5 digits, s/epoch",
-           "minigrad": median_seconds(mg_epoch, repeats, warmup=warmup)}
+    fns = {"minigrad": mg_epoch}
     if torch:
         topt = torch.optim.SGD(tmodel.parameters(), lr=LENET_LR, momentum=0.9)
         tx, ty = torch.from_numpy(x), torch.from_numpy(y)
@@ -128,7 +128,9 @@ def bench_lenet(torch, warmup: int, repeats: int) -> dict:
                 topt.zero_grad()
                 first.setdefault("torch", float(loss.detach()))
 
-        res["pytorch"] = median_seconds(torch_epoch, repeats, warmup=warmup)
+        fns["pytorch"] = torch_epoch
+    res = {"name": "LeNet-5 digits, s/epoch", **interleaved_medians(fns, repeats, warmup)}
+    if torch:
         res["check"] = abs(first["mg"] - first["torch"])
     res["unit"] = "s"
     return res
@@ -156,8 +158,7 @@ def bench_mlp(torch, warmup: int, repeats: int) -> dict:
             opt.step().clear_grad()
             first.setdefault("mg", float(loss.item()))
 
-    res = {"name": f"MLP {MLP_LAYERS}x{MLP_WIDTH} MSE, ms/step",
-           "minigrad": median_seconds(mg_pass, repeats, warmup=warmup) / MLP_BATCHES * 1e3}
+    fns = {"minigrad": mg_pass}
     if torch:
         topt = torch.optim.SGD(tmodel.parameters(), lr=MLP_LR)
         txs, tts = [torch.from_numpy(d) for d in data], [torch.from_numpy(t) for t in targets]
@@ -170,7 +171,11 @@ def bench_mlp(torch, warmup: int, repeats: int) -> dict:
                 topt.zero_grad()
                 first.setdefault("torch", float(loss.detach()))
 
-        res["pytorch"] = median_seconds(torch_pass, repeats, warmup=warmup) / MLP_BATCHES * 1e3
+        fns["pytorch"] = torch_pass
+    res = {"name": f"MLP {MLP_LAYERS}x{MLP_WIDTH} MSE, ms/step",
+           **{k: v / MLP_BATCHES * 1e3 for k, v in interleaved_medians(fns, repeats,
+                                                                        warmup).items()}}
+    if torch:
         res["check"] = abs(first["mg"] - first["torch"])
     res["unit"] = "ms"
     return res

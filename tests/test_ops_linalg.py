@@ -37,14 +37,18 @@ def test_matmul_inner_mismatch_error(device):
         matmul(t(np.ones((2, 3)), device), t(np.ones((4, 5)), device))
 
 
-@pytest.mark.parametrize("rows, b_layout", [(6, "F"), (8, "F"), (9, "F"), (6, "C")])
-def test_cpu_skinny_matmul_matches_gemm(rng, rows, b_layout):
-    # A few rows times a long reduction (a conv weight gradient) may run as one GEMV per row.
-    a = rng.standard_normal((rows, kernels._GEMV_MIN_REDUCTION)).astype(np.float32)
+@pytest.mark.parametrize("rows, b_layout, k", [(6, "F", kernels._GEMV_MIN_REDUCTION),
+                                               (8, "F", kernels._GEMV_MIN_REDUCTION),
+                                               (9, "F", kernels._GEMV_MIN_REDUCTION),
+                                               (6, "C", kernels._GEMV_MIN_REDUCTION),
+                                               (4, "C", 25), (6, "C", 25), (7, "F", 25)])
+def test_cpu_gemm_shape_paths_match(rng, rows, b_layout, k):
+    # Few rows times a long reduction run as one GEMV per row; 5-7 rows are padded to 8.
+    a = rng.standard_normal((rows, k)).astype(np.float32)
     b = rng.standard_normal((25, a.shape[1])).astype(np.float32).T
     b = np.asarray(b, order=b_layout)
     out = kernels.matmul(a, b)
-    assert out.dtype == np.float32 and out.shape == (rows, 25)
+    assert out.dtype == np.float32 and out.shape == (rows, 25) and out.flags.c_contiguous
     np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
 
 

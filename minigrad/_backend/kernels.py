@@ -11,7 +11,7 @@ import numpy as np
 
 from .dtypes import float32, is_low_precision
 
-__all__ = ["matmul", "sum_fp32", "last_matmul_path", "emulates_low_precision",
+__all__ = ["matmul", "sum_fp32", "clamp", "last_matmul_path", "emulates_low_precision",
            "im2col_keep_bytes"]
 
 # Which path the most recent matmul took; tests assert on it (GPU batched vs folded, CPU emulation).
@@ -46,19 +46,46 @@ def matmul(a, b):
     return gpu_matmul.matmul(a, b)
 
 
-# OpenBLAS runs a GEMM with a few rows and a long reduction (a conv's weight gradient, e.g. LeNet's
-# 6 x 57344 x 25) 2-3x slower than one GEMV per row. Below these bounds the GEMM is faster.
+# Two shapes OpenBLAS's float32 GEMM runs slowly (measured on x86-64 with its Haswell kernels):
+# - a few rows times a long reduction (a conv weight gradient, LeNet's 6 x 57344 x 25) is 2-3x
+#   faster as one GEMV per row;
+# - 5 to 7 rows (any k, n) take an edge path 1.3-2x slower than 8 rows, so pad to 8.
 _GEMV_MAX_ROWS, _GEMV_MIN_REDUCTION = 8, 8192
+_SLOW_ROWS, _PADDED_ROWS = range(5, 8), 8
 
 
 def _cpu_matmul(a, b):
-    if (a.ndim == 2 and b.ndim == 2 and a.shape[0] <= _GEMV_MAX_ROWS
-            and a.shape[1] >= _GEMV_MIN_REDUCTION and b.T.flags.c_contiguous):
-        out = np.empty((a.shape[0], b.shape[1]), dtype=np.result_type(a.dtype, b.dtype))
-        for i in range(a.shape[0]):
+    if a.ndim != 2 or b.ndim != 2 or a.dtype != float32 or b.dtype != float32:
+        return np.matmul(a, b)
+    m = a.shape[0]
+    if m <= _GEMV_MAX_ROWS and a.shape[1] >= _GEMV_MIN_REDUCTION and b.T.flags.c_contiguous:
+        out = np.empty((m, b.shape[1]), dtype=float32)
+        for i in range(m):
             np.matmul(b.T, a[i], out=out[i])  # b.T is C-ordered: a contiguous GEMV
         return out
+    if m in _SLOW_ROWS:
+        padded = np.zeros((_PADDED_ROWS, a.shape[1]), dtype=float32)
+        padded[:m] = a
+        return np.matmul(padded, b)[:m]  # the first m rows of a C-ordered array: contiguous
     return np.matmul(a, b)
+
+
+def clamp(x, lower=None, upper=None):
+    """``x`` limited to ``[lower, upper]`` (None: no bound) in x's dtype; NaN propagates.
+
+    NumPy's vectorised maximum/minimum loops do not take a scalar operand: ``maximum(x, 0)`` is
+    2x slower than ``maximum(x, zeros)`` (numpy 2.4, x86-64), so on the CPU the bound is written
+    into the output buffer first and the comparison runs array against array, in place.
+    """
+    if type(x) is not np.ndarray:
+        y = x if lower is None else _xp(x).maximum(x, x.dtype.type(lower))
+        return y if upper is None else _xp(x).minimum(y, x.dtype.type(upper))
+    y = x
+    for bound, pick in ((lower, np.maximum), (upper, np.minimum)):
+        if bound is not None:
+            out = np.full(x.shape, bound, dtype=x.dtype)
+            y = pick(y, out, out=out)
+    return y
 
 
 def sum_fp32(x, axis=None, keepdims=False):

@@ -19,13 +19,18 @@ from __future__ import annotations
 from ..autodiff.function import Function
 from ..autodiff.grad_mode import grad_enabled
 from ..tensor import Tensor
-from ._conv_kernels import conv_data_grad, conv_forward, conv_weight_grad
-from ._utils import op_error
+from ._conv_kernels import conv_bias_grad, conv_data_grad, conv_forward, conv_weight_grad
+from ._utils import const, fast_backward, op_error
 
 __all__ = ["conv1d", "conv2d", "conv_transpose2d"]
 
 
 # ----------------------------------------------------------------------------- Functions
+def _bias_grad(gy):
+    # A fused array reduction unless the backward is itself recorded (create_graph=True).
+    return const(conv_bias_grad(gy.data)) if fast_backward() else gy.sum((0, 2, 3))
+
+
 class Conv2d(Function):
     name = "conv2d"
 
@@ -44,8 +49,7 @@ class Conv2d(Function):
               if need_x else None)
         gw = (Conv2dBackwardFilter.apply(x, gy, w_shape=w.shape, cols=cols, **self.cfg)
               if need_w else None)
-        gb = gy.sum((0, 2, 3)) if need_b else None
-        return gx, gw, gb
+        return gx, gw, _bias_grad(gy) if need_b else None
 
 
 class ConvTranspose2d(Function):
@@ -64,8 +68,7 @@ class ConvTranspose2d(Function):
         gx = (Conv2d.apply(gy, w, None, out_hw=x.shape[2:], **self.cfg) if need_x else None)
         gw = (Conv2dBackwardFilter.apply(gy, x, w_shape=w.shape, **self.cfg)
               if need_w else None)
-        gb = gy.sum((0, 2, 3)) if need_b else None
-        return gx, gw, gb
+        return gx, gw, _bias_grad(gy) if need_b else None
 
 
 class Conv2dBackwardData(ConvTranspose2d):

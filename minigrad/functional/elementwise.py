@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from .._backend import get_array_module
+from .._backend import get_array_module, kernels
 from .._backend.dtypes import float32, float64
 from ..autodiff.function import Function
 from ..tensor import Tensor
@@ -464,15 +464,9 @@ class Clip(Function):
     name = "clip"
 
     def forward(self, x, lower, upper):
-        xp = get_array_module(x)
-        y = x
         self.save_for_backward(x)
         self.lower, self.upper = lower, upper
-        if lower is not None:
-            y = xp.maximum(y, _typed(lower, x))
-        if upper is not None:
-            y = xp.minimum(y, _typed(upper, x))
-        return y
+        return kernels.clamp(x, lower, upper)
 
     def backward(self, gy):
         (x,) = self.saved_tensors
@@ -603,7 +597,7 @@ class ReLU(Function):
     name = "relu"
 
     def forward(self, x):
-        y = get_array_module(x).maximum(x, _typed(0, x))
+        y = kernels.clamp(x, lower=0)
         self.save_for_backward(y)
         return y
 

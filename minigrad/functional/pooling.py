@@ -81,12 +81,15 @@ def _argmax_flat_index(idx, kernel, stride, padded_hw):
     xp = get_array_module(idx)
     n, c, oh, ow = idx.shape
     hp, wp = padded_hw
+    # int32 halves the traffic of the index math and the scatter wherever it can address.
+    itype = xp.int32 if n * c * hp * wp < 2 ** 31 else xp.int64
     table = xp.asarray([i * wp + j for i in range(kernel[0]) for j in range(kernel[1])],
-                       dtype=xp.int64)
-    base = ((xp.arange(n * c, dtype=xp.int64) * (hp * wp)).reshape(n, c, 1, 1)
-            + (xp.arange(oh, dtype=xp.int64) * (stride[0] * wp)).reshape(oh, 1)
-            + xp.arange(ow, dtype=xp.int64) * stride[1])
-    return base + table[idx]
+                       dtype=itype)
+    lin = table.take(idx)  # the maximum's offset inside its window
+    lin += ((xp.arange(oh, dtype=itype) * (stride[0] * wp))[:, None]
+            + xp.arange(ow, dtype=itype) * stride[1])  # + the window's origin in its plane
+    lin += (xp.arange(n * c, dtype=itype) * (hp * wp)).reshape(n, c, 1, 1)  # + the plane's
+    return lin
 
 
 class MaxPool2dBackward(Function):
@@ -103,11 +106,15 @@ class MaxPool2dBackward(Function):
         lin = _argmax_flat_index(idx, kernel, stride, (hp, wp))
         acc = xp.zeros(n * c * hp * wp, dtype=_acc_dtype(gy.dtype))
         # Windows whose output positions differ by ceil(k/s) rows or columns are disjoint, so
-        # each such phase is a collision-free scatter (one phase when windows do not overlap).
+        # each such phase is a collision-free scatter. With one phase (windows do not overlap)
+        # every target is written once, and a plain store is twice as fast as a scattered add.
         qh, qw = -(-kernel[0] // stride[0]), -(-kernel[1] // stride[1])
-        for a in range(min(qh, out_hw[0])):
-            for b in range(min(qw, out_hw[1])):
-                acc[lin[:, :, a::qh, b::qw]] += gy[:, :, a::qh, b::qw]
+        if qh == qw == 1:
+            acc[lin] = gy
+        else:
+            for a in range(min(qh, out_hw[0])):
+                for b in range(min(qw, out_hw[1])):
+                    acc[lin[:, :, a::qh, b::qw]] += gy[:, :, a::qh, b::qw]
         return _crop(acc.reshape(n, c, hp, wp), in_hw, padding, gy.dtype)
 
     def backward(self, ggx):
