@@ -1,8 +1,8 @@
 """cuDNN convolutions through the cuDNN Frontend Python API (``nvidia-cudnn-frontend``).
 
 CuPy 14 dropped its cuDNN bindings (AMP_REFERENCE section 3), so conv2d on the GPU is either
-im2col + one cuBLAS GEMM (``functional/_conv_kernels.py``, always available) or, when the ``cudnn``
-package and library load and a GPU is present, the three cuDNN graphs built here:
+im2col + one cuBLAS GEMM (``functional/_conv_kernels.py``, always available) or, when the
+``cudnn`` package and library load and a GPU is present, the three cuDNN graphs built here:
 
 - ``forward(x, w)``         conv_fprop:  y  = conv(x, w)
 - ``data_grad(gy, w)``      conv_dgrad:  gx = conv^T(gy, w)   (also conv_transpose2d)

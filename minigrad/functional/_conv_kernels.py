@@ -74,20 +74,20 @@ class _FullWidth:
         self.plane = g.hp * g.wp
         self.m = g.n * g.oh * g.wp
 
-    def _padded_flat(self, x, dtype=None):
+    def _padded_flat(self, x):
         g, xp = self.g, get_array_module(x)
-        buf = xp.zeros(g.n * g.c * self.plane + self.tail, dtype=dtype or x.dtype)
+        buf = xp.zeros(g.n * g.c * self.plane + self.tail, dtype=x.dtype)
         ph, pw = g.padding
         buf[:g.n * g.c * self.plane].reshape(g.n, g.c, g.hp, g.wp)[
             :, :, ph:ph + g.h, pw:pw + g.w] = x
         return buf
 
-    def _blocks(self, flat, c, n, i, j):
+    def _blocks(self, flat, i, j):
         """The (C, N, OH*Wp) view of a padded flat buffer at kernel offset (i, j)."""
         g = self.g
         offset = i * g.dilation[0] * g.wp + j * g.dilation[1]
-        return _flat_view(get_array_module(flat), flat, (c, n, g.oh * g.wp),
-                          (self.plane, c * self.plane, 1), offset)
+        return _flat_view(get_array_module(flat), flat, (g.c, g.n, g.oh * g.wp),
+                          (self.plane, g.c * self.plane, 1), offset)
 
     def cols(self, x):
         g, xp = self.g, get_array_module(x)
@@ -102,7 +102,8 @@ class _FullWidth:
         return _copy_add_bias(y.transpose(1, 0, 2, 3), b)
 
     def gy_matrix(self, gy):
-        # Zeros in the thrown-away columns make them contribute nothing to either gradient.
+        # Zeros in the thrown-away columns make them contribute nothing to either gradient
+        # (but 0 * inf: a non-finite weight or input may turn an inf gradient entry into NaN).
         g, xp = self.g, get_array_module(gy)
         out = xp.empty((g.o, g.n, g.oh, g.wp), dtype=gy.dtype)
         out[:, :, :, :g.ow] = gy.transpose(1, 0, 2, 3)
@@ -115,7 +116,7 @@ class _FullWidth:
         acc = xp.zeros(g.n * g.c * self.plane + self.tail, dtype=acc_dtype)
         for i in range(g.kh):
             for j in range(g.kw):
-                self._blocks(acc, g.c, g.n, i, j)[...] += dcols[:, i, j]
+                self._blocks(acc, i, j)[...] += dcols[:, i, j]
         ph, pw = g.padding
         acc = acc[:g.n * g.c * self.plane].reshape(g.n, g.c, g.hp, g.wp)
         return acc[:, :, ph:ph + g.h, pw:pw + g.w]
