@@ -276,3 +276,18 @@ def test_binary_needs_a_tensor_and_accepts_arrays():
         F.add(1.0, 2.0)
     y = F.mul(mg.tensor([1.0, 2.0]), np.array([3.0, 4.0], dtype=np.float32))
     assert y.tolist() == [3.0, 8.0]
+
+
+@pytest.mark.parametrize("size", [7, 5000])  # both sides of kernels.clamp's array-bound path
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_relu_and_clip_large_and_small(device, size, dtype):
+    x = np.linspace(-3, 3, size)
+    x[:3] = [np.nan, -np.inf, np.inf]
+    t = mg.tensor(x, device=device).astype(dtype)
+    ref = np.asarray(t.numpy(), np.float64)
+    relu, clipped = F.relu(t), F.clip(t, -1.5, 2.0)
+    assert relu.dtype == t.dtype and clipped.dtype == t.dtype
+    np.testing.assert_array_equal(np.asarray(relu.numpy(), np.float64),
+                                  np.where(np.isnan(ref), np.nan, np.maximum(ref, 0)))
+    np.testing.assert_array_equal(np.asarray(clipped.numpy(), np.float64),
+                                  np.where(np.isnan(ref), np.nan, np.clip(ref, -1.5, 2.0)))

@@ -76,11 +76,13 @@ def clamp(x, lower=None, upper=None):
 
     NumPy's vectorised maximum/minimum loops do not take a scalar operand: ``maximum(x, 0)`` is
     2x slower than ``maximum(x, zeros)`` (numpy 2.4, x86-64), so on the CPU the bound is written
-    into the output buffer first and the comparison runs array against array, in place.
+    into the output buffer first and the comparison runs array against array, in place (from
+    about 4096 elements on; below that the extra buffer costs more than it saves).
     """
-    if type(x) is not np.ndarray:
-        y = x if lower is None else _xp(x).maximum(x, x.dtype.type(lower))
-        return y if upper is None else _xp(x).minimum(y, x.dtype.type(upper))
+    xp = np if type(x) is np.ndarray else _xp(x)
+    if xp is not np or x.size < 4096:
+        y = x if lower is None else xp.maximum(x, x.dtype.type(lower))
+        return y if upper is None else xp.minimum(y, x.dtype.type(upper))
     y = x
     for bound, pick in ((lower, np.maximum), (upper, np.minimum)):
         if bound is not None:
