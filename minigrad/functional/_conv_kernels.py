@@ -167,17 +167,18 @@ class _BatchInner:
 
 
 # ----------------------------------------------------------------------------- entry points
-def _lowp_operands(a, b):
+def _lowp_operands(a, b, upcast_a=True):
     """Upcast fp16/bf16 operands early where ``kernels.matmul`` would upcast them anyway.
 
     On the CPU ``kernels.matmul`` emulates Tensor Cores by converting its operands to fp32.
     Converting *before* im2col is numerically identical and converts kh*kw times fewer elements
     (NumPy's fp16->fp32 conversion otherwise dominates a LeNet conv). On the GPU the operands
-    stay narrow so cuBLAS runs them on Tensor Cores. Returns the operands and the output dtype.
+    stay narrow so cuBLAS runs them on Tensor Cores. ``upcast_a=False`` leaves ``a`` alone when
+    it is not read again. Returns the operands and the output dtype.
     """
     out_dtype = a.dtype if a.dtype == b.dtype else widest_float((a.dtype, b.dtype))
-    if is_low_precision(out_dtype) and kernels.emulates_low_precision(a):
-        return a.astype(float32), b.astype(float32), out_dtype
+    if is_low_precision(out_dtype) and kernels.emulates_low_precision(b):
+        return (a.astype(float32) if upcast_a else a), b.astype(float32), out_dtype
     return a, b, out_dtype
 
 
@@ -231,7 +232,8 @@ def conv_weight_grad(x, gy, w_shape, stride, padding, dilation, groups, cols=Non
     gw = cudnn_conv.weight_grad(x, gy, w_shape, stride, padding, dilation, groups)
     if gw is not None:
         return gw
-    x, gy, out_dtype = _lowp_operands(x, gy)
+    # Kept columns were built from the forward's (already upcast) input: x is not read again.
+    x, gy, out_dtype = _lowp_operands(x, gy, upcast_a=cols is None)
     geo = _Geometry(x.shape, w_shape, gy.shape[2:], stride, padding, dilation, groups)
     layout = geo.layout()
     if cols is None:
