@@ -50,11 +50,16 @@ class _Geometry:
 
 
 def _copy_add_bias(view, b):
-    """A C-ordered copy of an NCHW view, plus a per-channel bias in the same pass."""
+    """A C-ordered copy of an NCHW view (of a buffer the caller owns), plus a per-channel bias.
+
+    The bias is added after the copy, to contiguous rows: NumPy adds a broadcast bias to the
+    short strided rows of a transposing view at half the speed of a plain copy.
+    """
     xp = get_array_module(view)
-    if b is None:
-        return xp.ascontiguousarray(view)
-    return xp.add(view, b.reshape(1, -1, 1, 1), out=xp.empty(view.shape, dtype=view.dtype))
+    y = xp.ascontiguousarray(view)
+    if b is not None:
+        y.reshape(y.shape[0], y.shape[1], -1)[...] += b.reshape(-1, 1)
+    return y
 
 
 def _flat_view(xp, flat, shape, strides, offset=0):

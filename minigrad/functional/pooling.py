@@ -59,14 +59,14 @@ class MaxPool2d(Function):
         xpad = _pad2d(x, padding[0], padding[1], lowest)
         offsets = _offsets(kernel, stride, out_hw)
         _, sl = next(offsets)
-        best = xpad[sl].copy()
+        best = xpad[sl].copy()  # C-ordered, and updated in place below
         # Index of the window's maximum (kernel offset i*kw + j), small to keep memory low.
         idx = xp.zeros(best.shape, dtype=xp.int8 if kernel[0] * kernel[1] < 128 else xp.int32)
         for k, sl in offsets:
-            v = xpad[sl]
+            v = kernels.ufunc_operand(xpad[sl])
             upd = v > best  # strict: the first maximum wins, as in PyTorch
             idx += upd * (k - idx)  # branch-free select (masked copies are slow in NumPy)
-            best = xp.maximum(best, v)  # propagates NaN
+            xp.maximum(best, v, out=best)  # propagates NaN
         self.idx = idx
         self.cfg = {"kernel": kernel, "stride": stride, "padding": padding, "out_hw": out_hw}
         self.in_hw = x.shape[2:]
@@ -80,15 +80,17 @@ def _argmax_flat_index(idx, kernel, stride, padded_hw):
     """Flat index into the padded (N, C, Hp, Wp) input of every window's maximum."""
     xp = get_array_module(idx)
     n, c, oh, ow = idx.shape
-    hp, wp = padded_hw
     # int32 halves the traffic of the index math and the scatter wherever it can address.
-    itype = xp.int32 if n * c * hp * wp < 2 ** 31 else xp.int64
-    table = xp.asarray([i * wp + j for i in range(kernel[0]) for j in range(kernel[1])],
-                       dtype=itype)
-    lin = table.take(idx)  # the maximum's offset inside its window
-    lin += ((xp.arange(oh, dtype=itype) * (stride[0] * wp))[:, None]
-            + xp.arange(ow, dtype=itype) * stride[1])  # + the window's origin in its plane
-    lin += (xp.arange(n * c, dtype=itype) * (hp * wp)).reshape(n, c, 1, 1)  # + the plane's
+    itype = xp.int32 if n * c * padded_hw[0] * padded_hw[1] < 2 ** 31 else xp.int64
+    # The maximum's offset inside its window, i*Wp + j = k + (k // kw) * (Wp - kw) for kernel
+    # offset k = i*kw + j (arithmetic: a table lookup by int8 index, or an int8 remainder, is
+    # several times slower in NumPy).
+    lin = xp.multiply(idx // kernel[1], padded_hw[1] - kernel[1], dtype=itype)
+    lin += idx
+    # + the window's origin: plane p, output row r, column q start at p*Hp*Wp + r*sh*Wp + q*sw.
+    hp, wp = padded_hw
+    lin += kernels.index_grid(idx, (n, c, oh, ow), (c * hp * wp, hp * wp, stride[0] * wp,
+                                                     stride[1]), itype)
     return lin
 
 
