@@ -119,9 +119,10 @@ class _FullWidth:
         g, xp = self.g, get_array_module(dcols)
         dcols = dcols.reshape(g.c, g.kh, g.kw, g.n, g.oh * g.wp)
         acc = xp.zeros(g.n * g.c * self.plane + self.tail, dtype=acc_dtype)
-        for i in range(g.kh):
-            for j in range(g.kw):
-                self._blocks(acc, i, j)[...] += dcols[:, i, j]
+        with kernels.ufunc_rows(g.oh * g.wp):  # each block is one run of OH*Wp elements
+            for i in range(g.kh):
+                for j in range(g.kw):
+                    self._blocks(acc, i, j)[...] += dcols[:, i, j]
         ph, pw = g.padding
         acc = acc[:g.n * g.c * self.plane].reshape(g.n, g.c, g.hp, g.wp)
         return acc[:, :, ph:ph + g.h, pw:pw + g.w]
@@ -164,9 +165,11 @@ class _BatchInner:
         dcols = dcols.reshape(g.c, g.kh, g.kw, g.oh, g.ow, g.n)
         acc = xp.zeros((g.c, g.hp, g.wp, g.n), dtype=acc_dtype)
         windows = self._window_view(acc)  # adding through it is safe: one offset at a time
-        for i in range(g.kh):
-            for j in range(g.kw):
-                windows[:, i, j] += dcols[:, i, j]
+        # Window rows are runs of OW*N elements at stride 1 (else of N).
+        with kernels.ufunc_rows(g.n * (g.ow if g.stride[1] == 1 else 1)):
+            for i in range(g.kh):
+                for j in range(g.kw):
+                    windows[:, i, j] += dcols[:, i, j]
         ph, pw = g.padding
         return acc[:, ph:ph + g.h, pw:pw + g.w].transpose(3, 0, 1, 2)
 
