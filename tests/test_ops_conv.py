@@ -1,5 +1,7 @@
 """conv1d, conv2d, conv_transpose2d: loop references, float64 gradchecks, low precision."""
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -276,3 +278,24 @@ def test_against_torch(rng):
     ref = tf.conv1d(torch.tensor(x1), torch.tensor(w1), stride=2, padding=1, groups=2).numpy()
     np.testing.assert_allclose(conv1d(mg.tensor(x1), mg.tensor(w1), stride=2, padding=1,
                                       groups=2).numpy(), ref, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("n,hw", [(2, 5), (40, 18)])  # window rows below / inside ufunc_rows' range
+def test_data_and_weight_grads_together_and_apart(device, rng, monkeypatch, n, hw):
+    # Conv2d.backward builds the output-gradient matrix once for both gradient GEMMs, and col2im
+    # runs its adds under kernels.ufunc_rows: neither may change a bit of either gradient.
+    x0, w0 = rng.standard_normal((n, 3, hw, hw)), rng.standard_normal((4, 3, 3, 3))
+    gy = rng.standard_normal((n, 4, hw - 2, hw - 2))
+
+    def grads(need_x, need_w):
+        x = t(x0, device, requires_grad=need_x)
+        w = t(w0, device, requires_grad=need_w)
+        conv2d(x, w).backward(t(gy, device))
+        return x.grad, w.grad
+
+    gx, gw = grads(True, True)
+    np.testing.assert_array_equal(gx.numpy(), grads(True, False)[0].numpy())
+    np.testing.assert_array_equal(gw.numpy(), grads(False, True)[1].numpy())
+    np.testing.assert_allclose(gx.numpy(), conv_transpose2d_ref(gy, w0), rtol=1e-10)
+    monkeypatch.setattr(kernels, "ufunc_rows", lambda run: contextlib.nullcontext())
+    np.testing.assert_array_equal(gx.numpy(), grads(True, True)[0].numpy())

@@ -163,3 +163,24 @@ def test_against_torch(rng):
         ref = tf.adaptive_avg_pool2d(torch.tensor(x), out).numpy()
         np.testing.assert_allclose(adaptive_avg_pool2d(mg.tensor(x), out).numpy(), ref,
                                    rtol=1e-12)
+
+
+def test_max_pool_leaves_its_input_alone_and_matches_lenet_shapes(device, rng):
+    # A 1x1 window is the input itself: the running maximum must be a copy, not the input.
+    x0 = rng.standard_normal((2, 3, 4, 5))
+    x = t(x0, device)
+    np.testing.assert_array_equal(max_pool2d(x, 1, 1).numpy(), x0)
+    np.testing.assert_array_equal(x.numpy(), x0)
+    # LeNet's pools after a relu: many tied zeros, the gradient goes to each window's first max.
+    x0 = np.maximum(rng.standard_normal((3, 6, 28, 28)), 0).astype(np.float32)
+    x = t(x0, device, requires_grad=True)
+    y = max_pool2d(x, 2)
+    np.testing.assert_array_equal(y.numpy(), pool_ref(x0, 2))
+    gy = rng.standard_normal(y.shape).astype(np.float32)
+    y.backward(t(gy, device))
+    windows = x0.reshape(3, 6, 14, 2, 14, 2).transpose(0, 1, 2, 4, 3, 5).reshape(3, 6, 14, 14, 4)
+    first = windows.argmax(-1)  # NumPy's argmax also picks the first maximum
+    expect = np.zeros_like(windows)
+    np.put_along_axis(expect, first[..., None], gy[..., None], axis=-1)
+    expect = expect.reshape(3, 6, 14, 14, 2, 2).transpose(0, 1, 2, 4, 3, 5).reshape(x0.shape)
+    np.testing.assert_array_equal(x.grad.numpy(), expect)

@@ -217,8 +217,20 @@ def conv_forward(x, w, b, out_hw, stride, padding, dilation, groups, keep_cols=F
     return y.astype(out_dtype, copy=False), (cols if keep else None)
 
 
-def conv_data_grad(gy, w, b, in_hw, stride, padding, dilation, groups):
-    """Transposed convolution (the data gradient of conv2d): GEMM to columns, then col2im."""
+def _gy_matrix(layout, gy, shared):
+    """``layout.gy_matrix(gy)``, built once when the data and weight gradients share ``shared``
+    (a dict that lives for one backward call)."""
+    if shared is None:
+        return layout.gy_matrix(gy)
+    key = (type(layout), gy.dtype)
+    if key not in shared:
+        shared[key] = layout.gy_matrix(gy)
+    return shared[key]
+
+
+def conv_data_grad(gy, w, b, in_hw, stride, padding, dilation, groups, shared=None):
+    """Transposed convolution (the data gradient of conv2d): GEMM to columns, then col2im.
+    ``shared``: see ``_gy_matrix``."""
     gx = cudnn_conv.data_grad(gy, w, in_hw, stride, padding, dilation, groups)
     if gx is not None:
         return _add_bias(gx, b)
@@ -229,14 +241,15 @@ def conv_data_grad(gy, w, b, in_hw, stride, padding, dilation, groups):
                     dilation, groups)
     layout = geo.layout()
     w_t = w.reshape(groups, o // groups, geo.k).transpose(0, 2, 1)
-    dcols = _gemm(w_t, layout.gy_matrix(gy), groups)
+    dcols = _gemm(w_t, _gy_matrix(layout, gy, shared), groups)
     # Overlapping windows are summed in fp32 for fp16/bf16 and rounded once at the end.
     acc_dtype = float32 if is_low_precision(dcols.dtype) else dcols.dtype
     return _copy_add_bias(layout.col2im(dcols, acc_dtype), b).astype(out_dtype, copy=False)
 
 
-def conv_weight_grad(x, gy, w_shape, stride, padding, dilation, groups, cols=None):
-    """Weight gradient of conv2d (one GEMM); ``cols`` is the forward's im2col matrix, if kept."""
+def conv_weight_grad(x, gy, w_shape, stride, padding, dilation, groups, cols=None, shared=None):
+    """Weight gradient of conv2d (one GEMM); ``cols`` is the forward's im2col matrix, if kept.
+    ``shared``: see ``_gy_matrix``."""
     gw = cudnn_conv.weight_grad(x, gy, w_shape, stride, padding, dilation, groups)
     if gw is not None:
         return gw
@@ -246,7 +259,7 @@ def conv_weight_grad(x, gy, w_shape, stride, padding, dilation, groups, cols=Non
     layout = geo.layout()
     if cols is None:
         cols = layout.cols(x)
-    gw = _gemm(layout.gy_matrix(gy), cols.transpose(0, 2, 1), groups).reshape(w_shape)
+    gw = _gemm(_gy_matrix(layout, gy, shared), cols.transpose(0, 2, 1), groups).reshape(w_shape)
     return gw.astype(out_dtype, copy=False)
 
 

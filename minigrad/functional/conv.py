@@ -45,10 +45,12 @@ class Conv2d(Function):
         x, w = saved[:2]
         cols = saved[2].data if len(saved) > 2 else None
         need_x, need_w, need_b = self.needs_input_grad
-        gx = (Conv2dBackwardData.apply(gy, w, None, out_hw=x.shape[2:], **self.cfg)
-              if need_x else None)
-        gw = (Conv2dBackwardFilter.apply(x, gy, w_shape=w.shape, cols=cols, **self.cfg)
-              if need_w else None)
+        # Both gradient GEMMs read gy in the same layout: build it once.
+        shared = {} if need_x and need_w else None
+        gx = (Conv2dBackwardData.apply(gy, w, None, out_hw=x.shape[2:], shared=shared,
+                                       **self.cfg) if need_x else None)
+        gw = (Conv2dBackwardFilter.apply(x, gy, w_shape=w.shape, cols=cols, shared=shared,
+                                         **self.cfg) if need_w else None)
         return gx, gw, _bias_grad(gy) if need_b else None
 
 
@@ -57,10 +59,10 @@ class ConvTranspose2d(Function):
 
     name = "conv_transpose2d"
 
-    def forward(self, x, w, b, stride, padding, dilation, groups, out_hw):
+    def forward(self, x, w, b, stride, padding, dilation, groups, out_hw, shared=None):
         self.save_for_backward(x, w)
         self.cfg = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
-        return conv_data_grad(x, w, b, out_hw, **self.cfg)
+        return conv_data_grad(x, w, b, out_hw, shared=shared, **self.cfg)
 
     def backward(self, gy):
         x, w = self.saved_tensors
@@ -82,10 +84,10 @@ class Conv2dBackwardFilter(Function):
 
     name = "conv2d_backward_filter"
 
-    def forward(self, x, gy, w_shape, stride, padding, dilation, groups, cols=None):
+    def forward(self, x, gy, w_shape, stride, padding, dilation, groups, cols=None, shared=None):
         self.save_for_backward(x, gy)
         self.cfg = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
-        return conv_weight_grad(x, gy, w_shape, cols=cols, **self.cfg)
+        return conv_weight_grad(x, gy, w_shape, cols=cols, shared=shared, **self.cfg)
 
     def backward(self, ggw):
         x, gy = self.saved_tensors
