@@ -37,3 +37,11 @@ def test_ufunc_rows_sets_a_row_sized_buffer_and_restores_it(run, bufsize):
         acc[:, 3:3 + run] += np.ones((7, run), np.float32)
     assert np.getbufsize() == before
     assert acc.sum() == 7 * run
+
+
+@pytest.mark.parametrize("shape", [(1600, 64), (1000, 3), (300, 64), (600, 300)])  # tiled or not
+def test_transposed_copy(rng, shape):
+    a = rng.standard_normal(shape).astype(np.float32)
+    out = kernels.transposed(a)
+    assert out.flags.c_contiguous and out.shape == shape[::-1]
+    np.testing.assert_array_equal(out, a.T)

@@ -16,7 +16,8 @@ import numpy as np
 from .dtypes import float32, is_low_precision
 
 __all__ = ["matmul", "sum_fp32", "clamp", "last_matmul_path", "emulates_low_precision",
-           "im2col_keep_bytes", "ufunc_operand", "index_grid", "ufunc_rows"]
+           "im2col_keep_bytes", "ufunc_operand", "index_grid", "ufunc_rows",
+           "transposed"]
 
 # Which path the most recent matmul took; tests assert on it (GPU batched vs folded, CPU emulation).
 last_matmul_path = {"path": None}
@@ -66,6 +67,21 @@ def ufunc_rows(run):
     with np.errstate():
         np.setbufsize(run // 16 * 16)  # NumPy wants a multiple of 16
         yield
+
+
+def transposed(a):
+    """A C-ordered copy of ``a.T`` for a 2-D array ``a``.
+
+    NumPy copies a transpose in the destination's order, reading ``a`` down its columns; when
+    ``a`` is tall and narrow (LeNet's CHWN <-> NCHW, 1600 x 64) copying blocks of 128 rows keeps
+    each block's reads in L1 and is a third faster (numpy 2.4, x86-64).
+    """
+    if type(a) is not np.ndarray or a.shape[1] > 256 or a.shape[0] < 512:
+        return a.T.copy()
+    out = np.empty((a.shape[1], a.shape[0]), dtype=a.dtype)
+    for start in range(0, a.shape[0], 128):
+        out[:, start:start + 128] = a[start:start + 128].T
+    return out
 
 
 def index_grid(like, shape, steps, dtype):

@@ -154,7 +154,8 @@ class _BatchInner:
 
     def to_nchw(self, y, b):
         g = self.g
-        return _copy_add_bias(y.reshape(g.o, g.oh, g.ow, g.n).transpose(3, 0, 1, 2), b)
+        return _copy_add_bias(kernels.transposed(y.reshape(-1, g.n)).reshape(
+            g.n, g.o, g.oh, g.ow), b)
 
     def gy_matrix(self, gy):
         g = self.g
@@ -171,7 +172,9 @@ class _BatchInner:
                 for j in range(g.kw):
                     windows[:, i, j] += dcols[:, i, j]
         ph, pw = g.padding
-        return acc[:, ph:ph + g.h, pw:pw + g.w].transpose(3, 0, 1, 2)
+        # Crop (a fast copy of long runs when padded), then transpose CHWN -> NCHW.
+        chwn = xp.ascontiguousarray(acc[:, ph:ph + g.h, pw:pw + g.w])
+        return kernels.transposed(chwn.reshape(-1, g.n)).reshape(g.n, g.c, g.h, g.w)
 
 
 # ----------------------------------------------------------------------------- entry points
