@@ -39,7 +39,7 @@ def test_ufunc_rows_sets_a_row_sized_buffer_and_restores_it(run, bufsize):
     assert acc.sum() == 7 * run
 
 
-@pytest.mark.parametrize("shape", [(1600, 64), (1000, 3), (300, 64), (600, 300)])  # tiled or not
+@pytest.mark.parametrize("shape", [(1600, 64), (1000, 3), (300, 64), (600, 300), (1000, 1)])
 def test_transposed_copy(rng, shape):
     a = rng.standard_normal(shape).astype(np.float32)
     out = kernels.transposed(a)
