@@ -91,6 +91,22 @@ def test_linear_is_one_op_and_skips_unneeded_grads(device, rng):
     np.testing.assert_allclose(b.grad.numpy(), np.full(3, 6.0))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_linear_backward_on_arrays_equals_the_recorded_ops(device, rng, dtype):
+    # create_graph=False computes the three products on arrays; create_graph=True records ops:
+    # the gradients must agree to the bit.
+    x0, w0, b0 = (rng.standard_normal(s) for s in [(2, 5, 4), (3, 4), (3,)])
+    gy = t(rng.standard_normal((2, 5, 3)), device).astype(dtype)
+    grads = []
+    for create_graph in (False, True):
+        x, w, b = (t(a, device).astype(dtype).detach().requires_grad_() for a in (x0, w0, b0))
+        linear(x, w, b).backward(gy, create_graph=create_graph)
+        grads.append([g.grad.numpy() for g in (x, w, b)])
+    for fast, recorded in zip(*grads):
+        assert fast.dtype == recorded.dtype == np.dtype(gy.numpy().dtype)
+        np.testing.assert_array_equal(fast, recorded)
+
+
 def test_linear_double_backward(device, rng):
     args = [rng.standard_normal((2, 3)), rng.standard_normal((4, 3)), rng.standard_normal(4)]
     assert gradgradcheck(linear, args, device=device)

@@ -6,6 +6,7 @@ import numpy as np
 
 from .._backend import get_array_module
 from .._backend.dtypes import bfloat16, float32, float64
+from ..autodiff.function import dispatch_hooks
 from ..autodiff.grad_mode import grad_enabled
 from ..tensor import Tensor
 
@@ -46,12 +47,15 @@ def const(array) -> Tensor:
 
 
 def fast_backward() -> bool:
-    """True when the backward pass is not itself recorded (``create_graph=False``).
+    """True when the backward pass is not itself recorded (``create_graph=False``) and no
+    dispatch hook (``amp.debug_overflow``) watches the ops.
 
     Backward functions then compute their gradient in one fused array expression instead of a
-    chain of ops; under ``create_graph=True`` they use ops so higher derivatives work.
+    chain of ops; under ``create_graph=True`` they use ops so higher derivatives work, and under
+    a hook so that a report can name the op inside the backward (``matmul inside
+    linear.backward``).
     """
-    return not grad_enabled.get()
+    return not grad_enabled.get() and not dispatch_hooks.get()
 
 
 def lift_scalar(s, like):

@@ -3,7 +3,8 @@
 Low-precision products follow Tensor Core semantics (invariant 4) through
 ``_backend.kernels.matmul``: float32 accumulation, result in the input dtype. ``einsum`` has no
 GEMM kernel of its own, so float16/bfloat16 operands are upcast to float32 and the result is
-rounded once. Every backward is written with these ops, so double backward works.
+rounded once. Every backward is written with these ops, so double backward works (``linear``
+runs the same products on arrays when the backward is not recorded).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from .._backend import get_array_module, kernels
 from .._backend.dtypes import float32, is_low_precision, widest_float
 from ..autodiff.function import Function
 from ..tensor import Tensor
-from ._utils import op_error, sum_to_shape
+from ._utils import const, fast_backward, op_error, sum_to_shape
 
 __all__ = ["bmm", "dot", "einsum", "linear", "matmul"]
 
@@ -109,6 +110,13 @@ class Linear(Function):
         need_x, need_w, need_b = self.needs_input_grad
         out_features, in_features = w.shape
         rows = math.prod(x.shape[:-1])
+        if fast_backward():  # the same three products on arrays, without recording ops
+            g2 = gy.data.reshape(rows, out_features)
+            return (const(kernels.matmul(g2, w.data).reshape(x.shape)) if need_x else None,
+                    const(kernels.matmul(g2.T, x.data.reshape(rows, in_features)))
+                    if need_w else None,
+                    const(kernels.sum_fp32(g2, axis=0).astype(g2.dtype, copy=False))
+                    if need_b else None)
         g2 = gy.reshape((rows, out_features))
         gx = matmul(g2, w).reshape(x.shape) if need_x else None
         gw = matmul(g2.T, x.reshape((rows, in_features))) if need_w else None
