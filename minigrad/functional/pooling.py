@@ -80,15 +80,15 @@ def _argmax_flat_index(idx, kernel, stride, padded_hw):
     """Flat index into the padded (N, C, Hp, Wp) input of every window's maximum."""
     xp = get_array_module(idx)
     n, c, oh, ow = idx.shape
+    hp, wp = padded_hw
     # int32 halves the traffic of the index math and the scatter wherever it can address.
-    itype = xp.int32 if n * c * padded_hw[0] * padded_hw[1] < 2 ** 31 else xp.int64
+    itype = xp.int32 if n * c * hp * wp < 2 ** 31 else xp.int64
     # The maximum's offset inside its window, i*Wp + j = k + (k // kw) * (Wp - kw) for kernel
     # offset k = i*kw + j (arithmetic: a table lookup by int8 index, or an int8 remainder, is
     # several times slower in NumPy).
-    lin = xp.multiply(idx // kernel[1], padded_hw[1] - kernel[1], dtype=itype)
+    lin = xp.multiply(idx // kernel[1], wp - kernel[1], dtype=itype)
     lin += idx
     # + the window's origin: plane p, output row r, column q start at p*Hp*Wp + r*sh*Wp + q*sw.
-    hp, wp = padded_hw
     lin += kernels.index_grid(idx, (n, c, oh, ow), (c * hp * wp, hp * wp, stride[0] * wp,
                                                      stride[1]), itype)
     return lin
