@@ -84,6 +84,9 @@ def transposed(a):
     return out
 
 
+_INDEX_GRID_CACHE_BYTES = 4 << 20  # larger grids are rebuilt per call rather than held
+
+
 def index_grid(like, shape, steps, dtype):
     """The read-only array ``g[i0, i1, ...] = i0*steps[0] + i1*steps[1] + ...`` of ``shape``, on
     the device of ``like``: the flat offsets of a strided window grid (max-pool gradients).
@@ -96,9 +99,6 @@ def index_grid(like, shape, steps, dtype):
     if math.prod(shape) * np.dtype(dtype).itemsize > _INDEX_GRID_CACHE_BYTES:
         return _build_index_grid(*key)
     return _cached_index_grid(*key)
-
-
-_INDEX_GRID_CACHE_BYTES = 4 << 20
 
 
 def _build_index_grid(device, shape, steps, dtype):
