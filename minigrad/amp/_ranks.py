@@ -1,0 +1,40 @@
+"""Cross-rank agreement of the overflow decision (DESIGN invariant 13, AMP_REFERENCE 4.14).
+
+Every loss scaler (``GradScaler`` in both APIs, ``nn.Graph``'s scaler, the O-level managers, which
+are all ``GradScaler`` underneath) passes its per-iteration overflow flags through ``agree`` at the
+one point where it already reads them (or, device-side, before its kernels consume them). Outside
+distributed training this is one dictionary lookup and returns the flags unchanged; under
+``minigrad.distributed`` it max-reduces them across ranks so every rank skips the same step and the
+scales stay identical.
+"""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["agree", "overflow_ranks"]
+
+
+def agree(flags):
+    """Max-reduce this rank's overflow flags across all ranks.
+
+    Args:
+        flags: a 1-D int32 array (NumPy or CuPy), one entry per decision (per optimizer, plus the
+            loss check); nonzero means inf/NaN was seen on this rank.
+
+    Returns:
+        An array of the same kind and shape holding the max over ranks (``flags`` itself when
+        not running distributed).
+    """
+    dist = sys.modules.get("minigrad.distributed")
+    if dist is None or not dist.is_initialized() or dist.get_world_size() == 1:
+        return flags
+    return dist._agree_flags(flags)
+
+
+def overflow_ranks():
+    """Ranks whose own flags were nonzero in the last ``agree`` (None when not distributed)."""
+    dist = sys.modules.get("minigrad.distributed")
+    if dist is None or not dist.is_initialized():
+        return None
+    return dist._last_overflow_ranks()
