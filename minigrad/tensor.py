@@ -14,6 +14,8 @@ import numpy as np
 from . import _backend as B
 from ._backend import random as _random
 from ._backend.dtypes import float32, is_floating, normalize_dtype
+from ._backend.sync_debug import check as _sync_check
+from ._backend.sync_debug import sync_mode as _sync_mode
 
 __all__ = [
     "Tensor", "Parameter", "tensor", "zeros", "ones", "full", "empty", "arange", "linspace",
@@ -134,6 +136,8 @@ class Tensor:
     def numpy(self) -> np.ndarray:
         """A NumPy copy (or view, on the CPU) of the data; copies from the GPU."""
         d = self.data
+        if _sync_mode.get():  # mg.cuda.set_sync_debug_mode: every host read passes here
+            _sync_check("Tensor.numpy()/item()/tolist()/bool()/float()/int()")
         return d if type(d) is np.ndarray else d.get()
 
     def item(self):

@@ -24,7 +24,7 @@ import numpy as np
 from . import cupy
 from .dtypes import float32, float64
 
-__all__ = ["use_fused", "unscale_and_check", "sgd_update", "adam_update"]
+__all__ = ["use_fused", "unscale_and_check", "sgd_update", "adam_update", "scale_update"]
 
 _ndarray = np.ndarray
 
@@ -88,6 +88,7 @@ def _unscale_one(g, inv_scale, found):
         u = g * np.float32(inv_scale)
     else:  # float16/bfloat16: compute in float32, round once
         u = (g.astype(float32) * np.float32(inv_scale)).astype(g.dtype)
+    u = np.asarray(u)  # a 0-d gradient times a scalar is a NumPy scalar: keep it an array
     if not np.isfinite(u).all():
         found[...] = 1
     return u
@@ -257,7 +258,7 @@ def _sgd_cupy(param, grad, buf, lr, momentum, dampening, wd, nesterov, found_inf
 
 # ----------------------------------------------------------------------------- Adam
 def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta1, beta2, eps,
-                weight_decay, decoupled, amsgrad, found_inf=None):
+                weight_decay, decoupled, amsgrad, found_inf=None, device_step=None):
     """One Adam/AdamW step on ``param`` and its moments in place (as ``optimizer.Adam``).
 
     Args:
@@ -271,6 +272,9 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta
         amsgrad: use the running maximum of the second moment.
         found_inf: optional int32 flag; when nonzero nothing is modified. ``step`` is a host
             counter: a caller skipping on a device flag must not advance it (see docs/gpu.md).
+        device_step: on the GPU with ``found_inf``, the step counter as a 1-element int64 device
+            array (already advanced by ``found_inf == 0``); the bias corrections are then
+            computed on the device and ``step`` is ignored, so a skipped step needs no host read.
 
     Returns:
         ``max_exp_avg_sq`` (allocated as zeros on first use) or None when not ``amsgrad``.
@@ -282,6 +286,11 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta
                 wd=weight_decay, decay=1.0 - lr * weight_decay,
                 step_size=lr / (1.0 - beta1 ** step), bc2=math.sqrt(1.0 - beta2 ** step))
     if use_fused(param):
+        if device_step is not None:
+            with param.device:
+                t = device_step.astype(np.float64)
+                scal["sc"] = cupy.concatenate([lr / (1.0 - beta1 ** t),
+                                               cupy.sqrt(1.0 - beta2 ** t)])
         _adam_cupy(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, scal, decoupled, amsgrad,
                    found_inf)
     elif not _host_found(found_inf):
@@ -330,16 +339,80 @@ _ADAM_IN = ("G g, {C} omb1, {C} beta2, {C} omb2, {C} eps, {C} wd, {C} decay, {C}
             "{C} bc2, int32 decoupled, raw int32 found")
 
 
+# Device step counter: the bias corrections come from a device array, not kernel arguments.
+_ADAM_IN_DEV = _ADAM_IN.replace("{C} step_size, {C} bc2", "raw float64 sc")
+_SC = "const {C} step_size = sc[0]; const {C} bc2 = sc[1];\n"
+
+
 def _adam_cupy(param, grad, m, v, vmax, s, decoupled, amsgrad, found_inf):
     ct = "double" if param.dtype == float64 else "float"
+    dev = "sc" in s
     with param.device:
         flag = _flag(found_inf, param.device.id)
-        args = (grad, s["omb1"], s["beta2"], s["omb2"], s["eps"], s["wd"], s["decay"],
-                s["step_size"], s["bc2"], int(decoupled), flag)
-        if amsgrad:
-            k = _kernel("adam_amsgrad", _ADAM_IN, "P p, B m, B v, B vmax",
-                        _ADAM_OP.replace("{AMS}", _AMS), ct)
-            k(*args, param, m, v, vmax)
-        else:
-            k = _kernel("adam", _ADAM_IN, "P p, B m, B v", _ADAM_OP.replace("{AMS}", ""), ct)
-            k(*args, param, m, v)
+        sc = (s["sc"],) if dev else (s["step_size"], s["bc2"])
+        args = (grad, s["omb1"], s["beta2"], s["omb2"], s["eps"], s["wd"], s["decay"], *sc,
+                int(decoupled), flag)
+        op = _ADAM_OP.replace("{AMS}", _AMS if amsgrad else "")
+        name = ("adam_amsgrad" if amsgrad else "adam") + ("_devstep" if dev else "")
+        outs = "P p, B m, B v, B vmax" if amsgrad else "P p, B m, B v"
+        k = _kernel(name, _ADAM_IN_DEV if dev else _ADAM_IN, outs, (_SC + op) if dev else op, ct)
+        k(*args, param, m, v, *((vmax,) if amsgrad else ()))
+
+
+# ----------------------------------------------------------------------------- loss-scale update
+def scale_update(scale, tracker, found_inf, loss_bad, growth_factor, backoff_factor,
+                 growth_interval, min_scale):
+    """The dynamic loss-scale rule on device arrays, in place, without a host read.
+
+    Args:
+        scale: 1-element float64 array (float64 so that it equals the host path's Python float
+            bit for bit).
+        tracker: 1-element int64 array (clean iterations since the last change).
+        found_inf: 1-element int32 flag: some gradient of the iteration was inf/NaN.
+        loss_bad: 1-element int32 flag: a loss was inf/NaN (a model problem, not a scale one:
+            scale and tracker are kept).
+        growth_factor, backoff_factor, growth_interval: the rule's constants (interval > 0).
+        min_scale: the floor of the backoff (0.0 for none).
+    """
+    if use_fused(scale):
+        with scale.device:
+            _scale_kernel()(found_inf, loss_bad, growth_factor, backoff_factor, growth_interval,
+                            min_scale, _F32_MAX, scale, tracker)
+        return
+    # NumPy twin of the kernel: branch-free array ops, no host read either.
+    bad = found_inf != 0
+    keep = loss_bad != 0
+    grown_t = tracker + 1
+    grow = grown_t == growth_interval
+    backed = np.maximum(scale * backoff_factor, min_scale)
+    grown = np.where(grow, np.minimum(scale * growth_factor, _F32_MAX), scale)
+    scale[...] = np.where(keep, scale, np.where(bad, backed, grown))
+    tracker[...] = np.where(keep, tracker, np.where(bad | grow, 0, grown_t))
+
+
+_F32_MAX = float(np.finfo(np.float32).max)
+_SCALE_OP = """
+if (loss_bad[0] == 0) {
+  if (found[0] != 0) {
+    double b = s * backoff;
+    s = b < min_scale ? min_scale : b;
+    t = 0;
+  } else if (t + 1 == interval) {
+    double g = s * growth;
+    s = g < f32max ? g : f32max;
+    t = 0;
+  } else {
+    t = t + 1;
+  }
+}
+"""
+
+
+def _scale_kernel():
+    k = _kernels.get("scale_update")
+    if k is None:
+        k = _kernels["scale_update"] = cupy.ElementwiseKernel(
+            "raw int32 found, raw int32 loss_bad, float64 growth, float64 backoff, "
+            "int64 interval, float64 min_scale, float64 f32max", "float64 s, int64 t",
+            _SCALE_OP, "minigrad_scale_update")
+    return k

@@ -47,7 +47,7 @@ class Adam(Optimizer):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, amsgrad=amsgrad))
 
-    def _update_group(self, group: dict) -> None:
+    def _update_group(self, group: dict, found_inf=None) -> None:
         lr = group["lr"]
         beta1, beta2 = group["betas"]
         eps = group["eps"]
@@ -69,11 +69,20 @@ class Adam(Optimizer):
                                  "exp_avg_sq": xp.zeros(data.shape, sd)}
                 if amsgrad:
                     st["max_exp_avg_sq"] = xp.zeros(data.shape, sd)
-            t = st["step"] = st["step"] + 1
+            if found_inf is not None:  # GPU, sync-free scaler: count the step on the device
+                t = st["step"]
+                if not hasattr(t, "shape"):
+                    with data.device:
+                        t = st["step"] = xp.full(1, t, B.int64)
+                t += found_inf.reshape(1) == 0
+            else:
+                t = st["step"] = st["step"] + 1
             if fused.use_fused(data):  # GPU: the whole update is one kernel (_backend/fused.py)
+                dev_t = t if found_inf is not None else None
                 vmax = fused.adam_update(data, grad.data, st["exp_avg"], st["exp_avg_sq"],
-                                         st.get("max_exp_avg_sq"), t, lr, beta1, beta2, eps,
-                                         wd, decoupled, amsgrad)
+                                         st.get("max_exp_avg_sq"), 1 if dev_t is not None else t,
+                                         lr, beta1, beta2, eps, wd, decoupled, amsgrad,
+                                         found_inf, dev_t)
                 if amsgrad:
                     st["max_exp_avg_sq"] = vmax
                 p._version += 1

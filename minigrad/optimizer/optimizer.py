@@ -11,7 +11,10 @@ parameter (a float16 moment would underflow long before the weights stop changin
 
 from __future__ import annotations
 
+import weakref
+
 from .. import _backend as B
+from .._backend import fused
 from .._backend.dtypes import is_floating
 from ..tensor import Tensor
 
@@ -83,16 +86,29 @@ class Optimizer:
         self.param_groups.append(group)
 
     # ------------------------------------------------------------------ stepping
-    def step(self) -> "Optimizer":
+    def step(self, found_inf=None) -> "Optimizer":
         """Apply one update to every parameter that has a gradient; returns ``self``.
 
         Returning ``self`` allows the MegEngine idiom ``opt.step().clear_grad()``.
+
+        Args:
+            found_inf: a 1-element int32 flag array from a sync-free ``GradScaler``; when it is
+                nonzero the step changes nothing (parameters, state, step counts). On the GPU
+                the fused kernels read it on the device (no host sync); on the CPU there is no
+                device to wait for and the flag is read directly. Gradients that a sync-free
+                ``scaler.unscale()`` (MegEngine API) marked carry their flag here by themselves.
         """
+        if found_inf is None and _marked:
+            found_inf = _take_marked_flag(self.param_groups)
+        if found_inf is not None and not fused.use_fused(found_inf):
+            if fused._host_found(found_inf):
+                return self
+            found_inf = None
         for group in self.param_groups:
-            self._update_group(group)
+            self._update_group(group, found_inf)
         return self
 
-    def _update_group(self, group: dict) -> None:  # pragma: no cover - abstract
+    def _update_group(self, group: dict, found_inf=None) -> None:  # pragma: no cover
         raise NotImplementedError(f"{type(self).__name__}._update_group")
 
     def clear_grad(self) -> "Optimizer":
@@ -184,6 +200,37 @@ class Optimizer:
             hp = ", ".join(f"{k}={v}" for k, v in group.items() if k != "params")
             lines.append(f"  group {i}: {len(group['params'])} params, {hp}")
         return "\n".join(lines + [")"])
+
+
+# Gradients unscaled by a sync-free GradScaler.unscale() (MegEngine API, where the scaler never
+# sees the optimizer): id(grad Tensor) -> (weakref, found_inf flag). A weakref, not the id alone,
+# so a new gradient that reuses a dead one's id is never mistaken for it.
+_marked: dict = {}
+
+
+def mark_found_inf(grads, flag) -> None:
+    """Attach a device found-inf ``flag`` to gradient Tensors for the next ``Optimizer.step``."""
+    for g in grads:
+        key = id(g)
+        _marked[key] = (weakref.ref(g, lambda _r, k=key: _marked.pop(k, None)), flag)
+
+
+def _take_marked_flag(groups):
+    flags = []
+    for group in groups:
+        for p in group["params"]:
+            g = p.grad
+            entry = None if g is None else _marked.get(id(g))
+            if entry is not None and entry[0]() is g:
+                del _marked[id(g)]
+                if not any(f is entry[1] for f in flags):
+                    flags.append(entry[1])
+    if not flags:
+        return None
+    found = flags[0]
+    for f in flags[1:]:
+        found = B.get_array_module(found).maximum(found, f)
+    return found
 
 
 def _restore(value, p: Tensor):

@@ -47,7 +47,7 @@ class SGD(Optimizer):
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov))
 
-    def _update_group(self, group: dict) -> None:
+    def _update_group(self, group: dict, found_inf=None) -> None:
         lr = group["lr"]
         momentum = group["momentum"]
         damp = 1.0 - group["dampening"]
@@ -63,7 +63,7 @@ class SGD(Optimizer):
                 st = state.get(p)
                 buf = fused.sgd_update(data, grad.data, None if st is None else
                                        st["momentum_buffer"], lr, momentum, group["dampening"],
-                                       wd, nesterov)
+                                       wd, nesterov, found_inf)
                 if buf is not None and st is None:
                     state[p] = {"momentum_buffer": buf}
                 p._version += 1
