@@ -109,7 +109,7 @@ def test_forced_overflow_skips_update(level, mgr):
     np.testing.assert_array_equal(net[0].weight.numpy(), w)
     for k, v in step.optimizer.state.items():
         np.testing.assert_array_equal(v["momentum_buffer"], state[id(k)])
-    expected = 32.0 if level == "O2" else 128.0
+    expected = 64.0 if level == "O2" else 128.0   # the loss itself is inf: the scale is kept
     assert step.loss_scale == expected
 
 

@@ -44,7 +44,7 @@ def unscale_and_check(grads, inv_scale: float):
 
     Args:
         grads: backend arrays (NumPy or CuPy; any float dtype). They are not modified.
-        inv_scale: ``1 / scale`` as a Python float; applied in float32 (float64 for float64
+        inv_scale: ``1 / scale`` as a Python float (or, on the GPU, a 0-d device array); applied in float32 (float64 for float64
             gradients), float16/bfloat16 results rounded once.
 
     Returns:
@@ -125,18 +125,21 @@ def _unscale_cupy(grads, inv_scale):
     flags = []
     for (dev, dtype), idx in groups.items():
         ctype = "double" if dtype == float64 else "float"
+        inv = inv_scale
+        if use_fused(inv):  # a sync-free scaler's device scalar, in the kernel's compute type
+            inv = inv.astype(float64 if dtype == float64 else float32)
         k = _kernel("unscale", "T g, {C} inv", "T u, raw int32 found", _UNSCALE_OP, ctype)
         with cupy.cuda.Device(dev):
             flag = cupy.zeros(1, np.int32)
             if len(idx) == 1:
                 flat = cupy.empty(grads[idx[0]].shape, dtype)
-                k(grads[idx[0]], inv_scale, flat, flag)
+                k(grads[idx[0]], inv, flat, flag)
                 out[idx[0]] = flat
             else:
                 # One copy into a flat buffer, then ONE kernel for the whole group; the results
                 # are reshaped views of that buffer (new arrays: p.grad may be shared).
                 flat = cupy.concatenate([grads[i].reshape(-1) for i in idx])
-                k(flat, inv_scale, flat, flag)
+                k(flat, inv, flat, flag)
                 off = 0
                 for i in idx:
                     n = grads[i].size

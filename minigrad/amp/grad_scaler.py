@@ -2,43 +2,60 @@
 
 Update rule (AMP_REFERENCE section 2), applied once per iteration by ``update()``:
 
-* inf/NaN found by any ``unscale``/``unscale_``/``step`` of the iteration:
+* a loss passed to ``scale``/``backward`` was inf/NaN: the scale and the growth tracker are kept
+  (a model or data problem, not a scale problem); ``max_nonfinite_losses`` such iterations in a
+  row raise;
+* else inf/NaN in the gradients seen by any ``unscale``/``unscale_``/``step`` of the iteration:
   ``scale *= backoff_factor`` (not below ``min_scale``) and the growth tracker resets to 0;
 * otherwise ``tracker += 1`` and when ``tracker == growth_interval``:
   ``scale *= growth_factor`` (capped at float32 max) and ``tracker = 0``;
 * ``growth_interval == 0`` is a static scale (MegEngine): never changed, overflowing steps are
   still skipped.
 
-The scale is a Python float (never float16). Unscaling multiplies each gradient by
-``1 / scale`` computed in float64 and applied in float32, and checks every gradient (plus the
-losses passed to ``scale``/``backward``) for inf/NaN with one host synchronisation: the
-per-tensor flags stay on the device and are reduced to one array that is read once.
+Each optimizer skips on its own gradients only (as PyTorch). Unscaling multiplies each gradient by
+``1 / scale`` computed in float64 and applied in float32 (``_backend/fused.py``).
 
-Telemetry (``last_step_skipped``, ``skipped_steps``, ``history``) records each iteration with a
-reason: ``"nonfinite_loss"`` when the loss itself was inf/NaN before backward (a model or data
-problem: lowering the scale will not help), ``"grad_overflow"`` when only gradients overflowed
-(the normal signal that the scale is too high).
+Two paths, the same decisions bit for bit:
+
+* host (default): the scale is a Python float; each unscale reads its flags (this optimizer's
+  gradients, the pending losses) with one transfer;
+* ``sync_free=True``: scale, growth tracker and flags stay on the device (1-element arrays, the
+  NumPy twin on the CPU); optimizers receive the flag and skip inside their kernels, the rule runs
+  as ``fused.scale_update``; nothing is read until the user asks (``step()``'s report, telemetry,
+  ``get_scale()``), so a whole AMP step can be captured as a CUDA graph.
+
+Every flag read goes through ``_ranks.agree`` first (all ranks decide alike) and through
+``sync_debug.host_read`` (``mg.cuda.set_sync_debug_mode`` sees it). Telemetry (``history``,
+``skipped_steps``, ...) records each iteration with a reason: ``"nonfinite_loss"`` or
+``"grad_overflow"``.
 """
 
 from __future__ import annotations
 
 import collections
 import math
+import numbers
 import warnings
+import weakref
 
 import numpy as np
 
 from .. import _backend as B
-from .._backend.fused import unscale_and_check
+from .._backend import fused
+from .._backend.sync_debug import host_read
 from ..autodiff.engine import default_grad
 from ..functional.cast import cast
-from ..tensor import Tensor
+from ..optimizer.optimizer import mark_found_inf
+from ..tensor import Tensor, ones_like
+from . import _ranks
 
 __all__ = ["GradScaler", "StaticGradScaler"]
 
 _READY, _UNSCALED, _STEPPED = "ready", "unscaled", "stepped"
 _F32_MAX = float(np.finfo(np.float32).max)
 _make = Tensor._make
+_POSITIONAL = ("init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled")
+_PENDING_MAX = 10_000  # sync-free telemetry records kept before one forced read
 
 
 def _optimizer_params(opt) -> list:
@@ -49,11 +66,61 @@ def _optimizer_params(opt) -> list:
     return [p for g in groups for p in g["params"]]
 
 
+class _ByObject:
+    """Per-iteration values keyed by object identity; a weakref proves the key is the same
+    object (an id alone is reused by the next object allocated at that address)."""
+
+    def __init__(self):
+        self._d: dict = {}
+
+    def get(self, obj):
+        e = self._d.get(id(obj))
+        return e[1] if e is not None and e[0]() is obj else None
+
+    def set(self, obj, value) -> None:
+        self._d[id(obj)] = (weakref.ref(obj), value)
+
+    def values(self) -> list:
+        return [v for _, v in self._d.values()]
+
+
+class _ScaledLoss(Tensor):
+    """The result of ``scaler.scale(loss)``: its ``backward`` silences NumPy's overflow/invalid
+    warnings, since a too-high scale overflowing in float16 is expected and handled (the step is
+    skipped, the scale backs off)."""
+
+    __slots__ = ()
+
+    def backward(self, dy=None, retain_graph=None, create_graph=False):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return super().backward(dy, retain_graph, create_graph)
+
+
+class LazyStep:
+    """What a sync-free ``scaler.step(opt)`` returns: the skip decision is on the device and is
+    read only when asked (``.skipped`` or ``bool()``: True when the step was applied)."""
+
+    __slots__ = ("_flag", "result")
+
+    def __init__(self, flag, result):
+        self._flag, self.result = flag, result
+
+    @property
+    def skipped(self) -> bool:
+        return bool(host_read(self._flag, "GradScaler.step() report").reshape(-1)[0])
+
+    def __bool__(self) -> bool:
+        return not self.skipped
+
+
 class GradScaler:
     """Scale the loss so small float16 gradients do not flush to zero, then unscale and skip
     steps whose gradients overflowed.
 
     Args:
+        device: PyTorch's first argument (``"cuda"``, ``"cpu"``): where the sync-free state
+            lives (default: where the first loss is). A number here is taken as ``init_scale``
+            (minigrad's and MegEngine's positional order), so ``GradScaler(2.**16)`` works.
         init_scale: initial scale.
         growth_factor: multiplier applied after ``growth_interval`` clean iterations.
         backoff_factor: multiplier applied after an iteration with inf/NaN gradients.
@@ -61,6 +128,10 @@ class GradScaler:
         enabled: False turns every method into a pass-through.
         min_scale: the scale never backs off below this (None: no floor).
         max_consecutive_skips: warn after this many skipped iterations in a row (None: 50).
+        max_nonfinite_losses: raise after this many iterations in a row whose loss itself was
+            inf/NaN (None: 20; 0: never).
+        sync_free: keep scale, tracker and found-inf flags on the device and never read them
+            during a step (see the module docstring).
         debug_overflow: ``True``/``"raise"`` or ``"warn"``: while the scaler lives, check every
             backward pass for the first op that made inf/NaN and raise/warn naming it
             (``minigrad.amp.debug``); ``history`` entries then carry its location in ``where``.
@@ -77,39 +148,66 @@ class GradScaler:
         with gm:
             loss = ...
             scaler.backward(gm, loss)          # scale, backward, unscale, update
-        opt.step().clear_grad()                # a skipped step has no gradients: changes nothing
+        opt.step().clear_grad()                # a skipped step changes nothing
     """
 
-    def __init__(self, init_scale: float = 2.0 ** 16, growth_factor: float = 2.0,
-                 backoff_factor: float = 0.5, growth_interval: int = 2000, enabled: bool = True,
-                 *, min_scale: float | None = None, max_consecutive_skips: int | None = None,
+    def __init__(self, device=None, *args, init_scale: float = 2.0 ** 16,
+                 growth_factor: float = 2.0, backoff_factor: float = 0.5,
+                 growth_interval: int = 2000, enabled: bool = True,
+                 min_scale: float | None = None, max_consecutive_skips: int | None = None,
+                 max_nonfinite_losses: int | None = None, sync_free: bool = False,
                  debug_overflow=False):
+        if isinstance(device, numbers.Real) and not isinstance(device, bool):
+            args, device = (device, *args), None
+        if len(args) > len(_POSITIONAL):
+            raise TypeError(f"GradScaler takes at most {len(_POSITIONAL) + 1} positional "
+                            f"arguments (device, {', '.join(_POSITIONAL)})")
+        given = dict(zip(_POSITIONAL, args))
+        init_scale = float(given.get("init_scale", init_scale))
+        growth_factor = float(given.get("growth_factor", growth_factor))
+        backoff_factor = float(given.get("backoff_factor", backoff_factor))
+        growth_interval = given.get("growth_interval", growth_interval)
+        enabled = given.get("enabled", enabled)
+        if device is not None and not isinstance(device, str):
+            raise TypeError(f"GradScaler: device must be a string such as 'cuda' or 'cpu', got "
+                            f"{type(device).__name__}")
         if not init_scale > 0 or not math.isfinite(init_scale):
             raise ValueError(f"GradScaler: init_scale must be a finite number > 0, got "
                              f"{init_scale}")
+        self._check_factors(growth_factor, backoff_factor, growth_interval)
+        self._device = None if device is None else B.normalize_device(device)
+        self._enabled = bool(enabled)
+        self._sync_free = bool(sync_free)
+        self._growth_factor = growth_factor
+        self._backoff_factor = backoff_factor
+        self._growth_interval = int(growth_interval)
+        self._min_scale = None if min_scale is None else float(min_scale)
+        self._max_skips = 50 if max_consecutive_skips is None else int(max_consecutive_skips)
+        self._max_bad_losses = 20 if max_nonfinite_losses is None else int(max_nonfinite_losses)
+        self._host_scale = init_scale
+        self._host_tracker = 0
+        self._dev = None                 # sync-free: {"scale", "tracker"} device arrays
+        self._pending: list = []         # sync-free: telemetry records not yet read
+        self._skipped_steps = 0
+        self._consecutive_skips = 0
+        self._consecutive_bad_losses = 0
+        self._total_steps = 0
+        self._last_step_skipped = False
+        self._history: collections.deque = collections.deque(maxlen=10_000)
+        self._reset_iteration()
+        self._debug_watch = None
+        self.debug_overflow = debug_overflow
+
+    @staticmethod
+    def _check_factors(growth_factor, backoff_factor, growth_interval):
         if growth_factor < 1.0:
             raise ValueError(f"GradScaler: growth_factor must be >= 1, got {growth_factor}")
         if not 0.0 < backoff_factor <= 1.0:
             raise ValueError(f"GradScaler: backoff_factor must be in (0, 1], got {backoff_factor}")
-        if growth_interval < 0 or int(growth_interval) != growth_interval:
+        if isinstance(growth_interval, bool) or growth_interval < 0 \
+                or int(growth_interval) != growth_interval:
             raise ValueError(f"GradScaler: growth_interval must be an int >= 0, got "
                              f"{growth_interval}")
-        self._enabled = bool(enabled)
-        self._scale = float(init_scale)
-        self._growth_factor = float(growth_factor)
-        self._backoff_factor = float(backoff_factor)
-        self._growth_interval = int(growth_interval)
-        self._min_scale = None if min_scale is None else float(min_scale)
-        self._max_skips = 50 if max_consecutive_skips is None else int(max_consecutive_skips)
-        self._growth_tracker = 0
-        self.skipped_steps = 0
-        self.consecutive_skips = 0
-        self.total_steps = 0
-        self.last_step_skipped = False
-        self.history: collections.deque = collections.deque(maxlen=10_000)
-        self._reset_iteration()
-        self._debug_watch = None
-        self.debug_overflow = debug_overflow
 
     @property
     def debug_overflow(self):
@@ -126,23 +224,80 @@ class GradScaler:
         if action:
             self._debug_watch = debug.watch_scaler(self, action)
 
+    def _reset_iteration(self):
+        self._opt_states = _ByObject()   # optimizer -> {"stage", "found_inf"}
+        self._unscaled = _ByObject()     # tensors unscaled by unscale() this iteration
+        self._free_found: list = []      # found flags of unscale() calls on plain tensor lists
+        self._pending_losses: list = []  # loss arrays to check at the next unscale
+        self._loss_nonfinite = False     # host path; sync-free: self._loss_flag
+        self._loss_flag = None
+
+    # ------------------------------------------------------------------ scale and telemetry
+    @property
+    def _scale(self) -> float:
+        """The scale as a Python float (reads the device in sync-free mode)."""
+        if self._dev is None:
+            return self._host_scale
+        return float(host_read(self._dev["scale"], "GradScaler scale")[0])
+
+    @_scale.setter
+    def _scale(self, value) -> None:
+        self._host_scale = float(value)
+        if self._dev is not None:
+            self._dev["scale"][...] = self._host_scale
+
+    def _flush(self) -> None:
+        """Sync-free: read the pending iteration records (one transfer) into the telemetry."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        xp = B.get_array_module(pending[0][0])
+        vals = host_read(xp.concatenate([xp.concatenate([r[0], r[1].astype(np.float64),
+                                                         r[2].astype(np.float64), r[3]])
+                                         for r in pending]), "GradScaler telemetry")
+        errors = []
+        for i, rec in enumerate(pending):
+            used, found, bad, new = vals[4 * i:4 * i + 4]
+            errors.append(self._record(rec[4], bool(found), bool(bad), float(used), float(new),
+                                       rec[5], rec[6]))
+        errors = [e for e in errors if e is not None]
+        if errors:
+            raise errors[0]
+
+    def _telemetry(name, doc):  # noqa: N805 - builds the lazily read telemetry properties
+        def get(self):
+            self._flush()
+            return getattr(self, name)
+
+        def put(self, value):
+            self._flush()
+            setattr(self, name, value)
+        return property(get, put, doc=doc)
+
+    history = _telemetry("_history", "Per-iteration records (deque of dicts): step, scale, "
+                         "new_scale, found_inf, reason, where (and ranks when distributed).")
+    skipped_steps = _telemetry("_skipped_steps", "Iterations skipped for inf/NaN.")
+    consecutive_skips = _telemetry("_consecutive_skips", "Skipped iterations in a row.")
+    total_steps = _telemetry("_total_steps", "Iterations recorded by update().")
+    last_step_skipped = _telemetry("_last_step_skipped", "Whether the last iteration skipped.")
+    del _telemetry
+
     def get_history(self) -> list:
         """``history`` as a list of plain dicts (step, scale, new_scale, found_inf, reason,
         where), oldest first; ``amp.plot_scaler`` draws it."""
         return [dict(h) for h in self.history]
 
-    def _reset_iteration(self):
-        self._opt_states: dict = {}      # id(opt) -> {"stage", "found_inf", "opt"}
-        self._free_found: list = []      # found_inf of unscale() calls on plain tensor lists
-        self._unscaled_ids: set = set()
-        self._pending_losses: list = []  # loss arrays to check at the next unscale
-        self._loss_nonfinite = False
-
-    # ------------------------------------------------------------------ properties
     @property
     def scale_factor(self) -> float:
-        """The current scale (MegEngine's attribute)."""
-        return self._scale if self._enabled else 1.0
+        """The current scale (MegEngine's attribute; assignable)."""
+        return self.get_scale()
+
+    @scale_factor.setter
+    def scale_factor(self, value) -> None:
+        value = float(value.item() if hasattr(value, "item") else value)
+        if not value > 0 or not math.isfinite(value):
+            raise ValueError(f"GradScaler.scale_factor must be finite and > 0, got {value}")
+        self._scale = value
 
     def get_scale(self) -> float:
         """The current scale as a Python float (1.0 when disabled)."""
@@ -154,21 +309,52 @@ class GradScaler:
     def get_growth_factor(self) -> float:
         return self._growth_factor
 
+    def set_growth_factor(self, new_factor: float) -> None:
+        self._check_factors(float(new_factor), self._backoff_factor, self._growth_interval)
+        self._growth_factor = float(new_factor)
+
     def get_backoff_factor(self) -> float:
         return self._backoff_factor
+
+    def set_backoff_factor(self, new_factor: float) -> None:
+        self._check_factors(self._growth_factor, float(new_factor), self._growth_interval)
+        self._backoff_factor = float(new_factor)
 
     def get_growth_interval(self) -> int:
         return self._growth_interval
 
+    def set_growth_interval(self, new_interval: int) -> None:
+        self._check_factors(self._growth_factor, self._backoff_factor, new_interval)
+        self._growth_interval = int(new_interval)
+
+    # ------------------------------------------------------------------ device state
+    def _device_state(self, like) -> dict:
+        """Sync-free: the scale/tracker arrays, made on first use where ``like`` lives."""
+        if self._dev is None:
+            device = self._device or B.device_of(like)
+            self._dev = {"scale": B.asarray([self._host_scale], B.float64, device),
+                         "tracker": B.asarray([self._host_tracker], B.int64, device)}
+        return self._dev
+
+    def _scale_array(self, dtype, like):
+        """The scale for multiplying ``like``: a Python float, or a device array of ``dtype``."""
+        if not self._sync_free:
+            return self._host_scale
+        return self._device_state(like)["scale"].astype(dtype).reshape(())
+
     # ------------------------------------------------------------------ scaling
     def scale(self, outputs):
-        """Multiply ``outputs`` (a Tensor or nested list/tuple/dict of them) by the scale.
+        """Multiply ``outputs`` (a Tensor, a dict, or any iterable of Tensors) by the scale.
 
         A float16/bfloat16 output is cast to float32 first (differentiably) and the scaled
         result is float32: 65536 times an fp16 loss would overflow the fp16 range before any
         gradient exists. The gradient flowing back into the fp16 graph is cast to fp16 by the
         cast's backward, where a too-large scale shows up as inf and is backed off.
         The outputs are remembered and checked for inf/NaN at the next unscale.
+
+        Returns:
+            The scaled Tensor, dict of them, tuple/list of the input's type, or a list for any
+            other iterable.
         """
         if not self._enabled:
             return outputs
@@ -177,20 +363,29 @@ class GradScaler:
             x = outputs
             if x.dtype == B.float16 or x.dtype == B.bfloat16:
                 x = cast(x, B.float32)
-            return x * self._scale
+            s = self._scale_array(x.dtype, x.data)
+            y = x * (s if isinstance(s, float) else _make(s, False, None, 0))
+            if type(y) is Tensor:
+                y.__class__ = _ScaledLoss
+            return y
         if isinstance(outputs, dict):
             return {k: self.scale(v) for k, v in outputs.items()}
         if isinstance(outputs, (list, tuple)):
             return type(outputs)(self.scale(v) for v in outputs)
-        raise TypeError(f"GradScaler.scale: expected a Tensor or a list/tuple/dict of Tensors, "
-                        f"got {type(outputs).__name__}")
+        try:
+            items = iter(outputs)
+        except TypeError:
+            raise TypeError(f"GradScaler.scale: expected a Tensor, a dict or an iterable of "
+                            f"Tensors, got {type(outputs).__name__}") from None
+        return [self.scale(v) for v in items]
 
     def backward(self, gm, y, dy=None, *, unscale_grad: bool = True, update_scale: bool = True):
         """MegEngine: ``gm.backward`` with ``dy * scale``, then unscale and update.
 
         Args:
             gm: the recording GradManager.
-            y: the loss (a Tensor or list of Tensors).
+            y: the loss (a Tensor or list of Tensors); without ``dy`` a non-scalar ``y`` is
+                seeded with ones, as in MegEngine.
             dy: seed gradients (default ones).
             unscale_grad: unscale the attached tensors' gradients afterwards.
             update_scale: call ``update()`` afterwards (needs ``unscale_grad``).
@@ -203,24 +398,31 @@ class GradScaler:
         seeds, roots = [], []
         for yi, di in zip(ys, dys):
             self._pending_losses.append(yi.data)
+            di = ones_like(yi) if di is None else default_grad(yi, di, "GradScaler.backward")
             if yi.dtype == B.float16 or yi.dtype == B.bfloat16:
                 # seed in float32 (see scale()); the cast's backward rounds into y's dtype
-                di = default_grad(yi, di, "GradScaler.backward")
-                yi, di = cast(yi, B.float32), cast(di, B.float32)
-            di = default_grad(yi, di, "GradScaler.backward")
+                yi = cast(yi, B.float32)
+            d = di.data
+            if d.dtype != yi.dtype:
+                d = d.astype(yi.dtype)
+            s = self._scale_array(d.dtype, d)
+            # a NumPy scalar, never a 0-d NumPy array: CuPy refuses to multiply by those
             roots.append(yi)
-            seeds.append(_make(di.data * np.asarray(self._scale, di.dtype), False, None, 0))
-        gm.backward(roots if len(roots) > 1 else roots[0], seeds if len(seeds) > 1 else seeds[0])
+            seeds.append(_make(d * (d.dtype.type(s) if isinstance(s, float) else s), False,
+                               None, 0))
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is handled: no warning
+            gm.backward(roots if len(roots) > 1 else roots[0],
+                        seeds if len(seeds) > 1 else seeds[0])
         if unscale_grad:
             self.unscale(gm.attached_tensors())
             if update_scale:
                 self.update()
 
     # ------------------------------------------------------------------ unscaling
-    def _unscale_tensors(self, params, who: str) -> bool:
-        """Unscale ``p.grad`` of every param; return whether anything was inf/NaN (1 sync)."""
-        inv = 1.0 / self._scale  # float64 on the host
-        flags, owners, grads = [], [], []
+    def _unscale_tensors(self, params, who: str):
+        """Unscale ``p.grad`` of every param; return this call's gradient found-inf flag:
+        a bool (host path, one read) or a 1-element int32 device array (sync-free)."""
+        owners, grads = [], []
         for p in params:
             g = p.grad
             if g is None:
@@ -233,34 +435,51 @@ class GradScaler:
                     "fp32) and let autocast cast them per op")
             owners.append(p)
             grads.append(g.data)
+        losses, self._pending_losses = self._pending_losses, []
+        like = grads[0] if grads else losses[0] if losses else None
+        if like is None:
+            return None
+        xp = B.get_array_module(like)
+        if self._sync_free:
+            scale = self._device_state(like)["scale"]
+            inv = float(1.0) / scale  # float64 on the device, as the host's 1.0 / scale
+        else:
+            inv = 1.0 / self._host_scale
+        found = xp.zeros((), np.int32)
         if grads:
             # One fused multiply + inf/NaN flag per dtype group (_backend/fused.py): new arrays,
-            # not in place, since the engine may share one gradient between parameters. float64
-            # math for float64 grads, float32 otherwise (bfloat16 rounded once).
-            unscaled, found = unscale_and_check(grads, inv)
+            # not in place, since the engine may share one gradient between parameters.
+            unscaled, found = self._unscale_arrays(grads, inv)
             for p, u in zip(owners, unscaled):
                 p.grad = _make(u, False, None, 0)
-            flags.append(found == 0)
-        lflags = [B.get_array_module(a).isfinite(a).all() for a in self._pending_losses]
-        self._pending_losses = []
-        if not flags and not lflags:
-            return self._loss_nonfinite
-        return self._sync(flags, lflags)
+        bad = xp.zeros((), np.int32)
+        for a in losses:
+            bad = bad | ~xp.isfinite(a).all()
+        flags = _ranks.agree(xp.stack([found.reshape(()), bad]).astype(np.int32))
+        if self._sync_free:
+            self._loss_flag = flags[1:] if self._loss_flag is None \
+                else xp.maximum(self._loss_flag, flags[1:])
+            return flags[:1] if grads else None
+        g_bad, l_bad = host_read(flags, "GradScaler found-inf check").tolist()
+        self._loss_nonfinite = self._loss_nonfinite or bool(l_bad)
+        return bool(g_bad) if grads else None
 
-    def _sync(self, gflags, lflags) -> bool:
-        """Reduce device flags to (grads_ok, losses_ok) and read them with one transfer."""
-        arrays = gflags + lflags
-        xp = B.get_array_module(arrays[0])
-        g_ok = xp.stack(gflags).all() if gflags else xp.asarray(True)
-        l_ok = xp.stack(lflags).all() if lflags else xp.asarray(True)
-        both = xp.stack([xp.asarray(g_ok), xp.asarray(l_ok)])
-        g_ok, l_ok = (both.get() if xp is not np else both).tolist()
-        if not l_ok:
-            self._loss_nonfinite = True
-        return (not g_ok) or self._loss_nonfinite
+    @staticmethod
+    def _unscale_arrays(grads, inv):
+        if isinstance(inv, float):
+            return fused.unscale_and_check(grads, inv)
+        # sync-free: the inverse scale is a device array; the NumPy twin multiplies by its
+        # value as a NumPy scalar (no host read: a NumPy array is already on the host), CuPy
+        # kernels take it per dtype group as a 0-d device array.
+        if type(inv) is np.ndarray:
+            return fused.unscale_and_check(grads, inv[0])
+        return fused.unscale_and_check(grads, inv.reshape(()))
 
     def unscale(self, grad_tensors):
         """MegEngine: unscale ``t.grad`` of each tensor; on inf/NaN drop every one of them.
+
+        In sync-free mode the gradients are kept and marked with the device flag instead, and
+        the next ``opt.step()`` over them skips on the device.
 
         Args:
             grad_tensors: the tensors whose gradients to unscale (``gm.attached_tensors()``).
@@ -272,13 +491,18 @@ class GradScaler:
             return grad_tensors
         ts = [grad_tensors] if isinstance(grad_tensors, Tensor) else list(grad_tensors)
         for t in ts:
-            if id(t) in self._unscaled_ids:
+            if self._unscaled.get(t) is not None:
                 raise RuntimeError(
                     "GradScaler.unscale: these gradients were already unscaled since the last "
                     "update(); call scaler.update() once per iteration before unscaling again")
         found = self._unscale_tensors(ts, "GradScaler.unscale")
-        self._unscaled_ids.update(id(t) for t in ts)
-        if found:
+        for t in ts:
+            self._unscaled.set(t, True)
+        if found is None:
+            return grad_tensors
+        if self._sync_free:
+            mark_found_inf([t.grad for t in ts if t.grad is not None], found)
+        elif found:
             for t in ts:  # the following opt.step() skips params without gradients
                 t.grad = None
         self._free_found.append(found)
@@ -305,17 +529,23 @@ class GradScaler:
         st["stage"] = _UNSCALED
 
     def _opt_state(self, optimizer) -> dict:
-        st = self._opt_states.get(id(optimizer))
+        st = self._opt_states.get(optimizer)
         if st is None:
-            st = self._opt_states[id(optimizer)] = {"stage": _READY, "found_inf": False,
-                                                    "opt": optimizer}
+            st = {"stage": _READY, "found_inf": None}
+            self._opt_states.set(optimizer, st)
         return st
 
     def step(self, optimizer, *args, **kwargs):
         """Unscale (if not yet done) and call ``optimizer.step()`` unless inf/NaN was found.
 
         Returns:
-            ``None`` when the step was skipped, else what ``optimizer.step()`` returned.
+            ``None`` when the step was skipped, else what ``optimizer.step()`` returned. In
+            sync-free mode a :class:`LazyStep` whose ``skipped`` is read only when asked.
+
+        Raises:
+            RuntimeError: when no gradient of ``optimizer`` was checked (no ``scaler.scale``
+                before backward, or no parameter has a gradient): stepping would apply
+                gradients that were never scaled, or nothing at all.
         """
         if not self._enabled:
             return optimizer.step(*args, **kwargs)
@@ -330,7 +560,15 @@ class GradScaler:
         if st["stage"] is _READY:
             self.unscale_(optimizer)
         st["stage"] = _STEPPED
-        if st["found_inf"]:
+        found = st["found_inf"]
+        if found is None:
+            raise RuntimeError(
+                "GradScaler.step: no inf checks were recorded for this optimizer: none of its "
+                "parameters has a gradient. Use scaler.scale(loss) and call backward() on the "
+                "result before scaler.step(optimizer)")
+        if self._sync_free:
+            return LazyStep(found, optimizer.step(*args, found_inf=found, **kwargs))
+        if found:
             return None
         return optimizer.step(*args, **kwargs)
 
@@ -344,14 +582,13 @@ class GradScaler:
         if not self._enabled:
             return
         found = [st["found_inf"] for st in self._opt_states.values()
-                 if st["stage"] is not _READY] + self._free_found
+                 if st["stage"] is not _READY and st["found_inf"] is not None]
+        found += [f for f in self._free_found if f is not None]
         if not found and new_scale is None:
             raise RuntimeError(
-                "GradScaler.update(): no unscale/step was recorded this iteration; call "
-                "scaler.step(optimizer) (or scaler.unscale_/scaler.unscale) before update(), "
-                "or pass new_scale")
-        found_inf = any(found)
-        used = self._scale
+                "GradScaler.update(): no inf checks were recorded this iteration; use "
+                "scaler.scale(loss) before backward and call scaler.step(optimizer) (or "
+                "scaler.unscale_/scaler.unscale) before update(), or pass new_scale")
         if new_scale is not None:
             if isinstance(new_scale, Tensor):
                 new_scale = new_scale.item()
@@ -359,75 +596,145 @@ class GradScaler:
             if not new_scale > 0 or not math.isfinite(new_scale):
                 raise ValueError(f"GradScaler.update: new_scale must be finite and > 0, got "
                                  f"{new_scale}")
-            self._scale = new_scale
-        elif self._growth_interval > 0:
-            if found_inf:
-                self._scale *= self._backoff_factor
-                if self._min_scale is not None and self._scale < self._min_scale:
-                    self._scale = self._min_scale
-                self._growth_tracker = 0
-            else:
-                self._growth_tracker += 1
-                if self._growth_tracker == self._growth_interval:
-                    self._scale = min(self._scale * self._growth_factor, _F32_MAX)
-                    self._growth_tracker = 0
-        self._record(found, found_inf, used)
+        where = self._debug_watch.where() if self._debug_watch is not None else None
+        if self._dev is not None:
+            self._update_device(found, new_scale, where)
+        else:
+            self._update_host(found, new_scale, where)
         self._reset_iteration()
 
-    def _record(self, found, found_inf, used):
-        if found:
-            reason = None
+    def _update_host(self, found, new_scale, where):
+        found_inf = any(bool(f) for f in found)
+        bad_loss = self._loss_nonfinite
+        used = self._host_scale
+        if new_scale is not None:
+            self._host_scale = new_scale
+        elif self._growth_interval > 0 and not bad_loss:
             if found_inf:
-                reason = "nonfinite_loss" if self._loss_nonfinite else "grad_overflow"
-            self.history.append({"step": self.total_steps, "scale": used,
-                                 "new_scale": self._scale, "found_inf": found_inf,
-                                 "reason": reason, "where": self._debug_watch.where()
-                                 if self._debug_watch is not None else None})
-            self.total_steps += 1
-        self.last_step_skipped = found_inf
+                self._host_scale *= self._backoff_factor
+                if self._min_scale is not None and self._host_scale < self._min_scale:
+                    self._host_scale = self._min_scale
+                self._host_tracker = 0
+            else:
+                self._host_tracker += 1
+                if self._host_tracker == self._growth_interval:
+                    self._host_scale = min(self._host_scale * self._growth_factor, _F32_MAX)
+                    self._host_tracker = 0
+        error = self._record(bool(found), found_inf, bad_loss, used, self._host_scale, where,
+                             _ranks.overflow_ranks() if found_inf else None)
+        if error is not None:
+            raise error
+
+    def _update_device(self, found, new_scale, where):
+        if self._pending and len(self._pending) >= _PENDING_MAX:
+            self._flush()  # bound the memory of unread records: one read per 10,000 steps
+        dev = self._dev
+        xp = B.get_array_module(dev["scale"])
+        flags = [xp.asarray(f, np.int32).reshape(1) if isinstance(f, bool) else f
+                 for f in found]
+        found_any = flags[0] if len(flags) == 1 else xp.stack(flags).max(axis=0)
+        bad = self._loss_flag if self._loss_flag is not None else xp.zeros(1, np.int32)
+        used = dev["scale"].copy()
+        if new_scale is not None:
+            dev["scale"][...] = new_scale
+        elif self._growth_interval > 0:
+            fused.scale_update(dev["scale"], dev["tracker"], found_any, bad, self._growth_factor,
+                               self._backoff_factor, self._growth_interval,
+                               self._min_scale or 0.0)
+        if not found:
+            found_any = xp.zeros(1, np.int32)
+        self._pending.append((used, found_any, bad, dev["scale"].copy(), bool(found), where,
+                              _ranks.overflow_ranks()))
+
+    def _record(self, counted, found_inf, bad_loss, used, new, where, ranks):
+        """Account one iteration; returns the error to raise after too many bad losses."""
+        reason = None
+        if found_inf:
+            reason = "nonfinite_loss" if bad_loss else "grad_overflow"
+        if counted:
+            entry = {"step": self._total_steps, "scale": used, "new_scale": new,
+                     "found_inf": found_inf, "reason": reason, "where": where}
+            if found_inf:
+                entry["ranks"] = ranks
+            self._history.append(entry)
+            self._total_steps += 1
+        self._last_step_skipped = found_inf
+        self._consecutive_bad_losses = self._consecutive_bad_losses + 1 if bad_loss else 0
+        error = None
+        if self._max_bad_losses and self._consecutive_bad_losses >= self._max_bad_losses:
+            n, self._consecutive_bad_losses = self._consecutive_bad_losses, 0
+            error = FloatingPointError(
+                f"GradScaler: the loss itself was inf/NaN in {n} consecutive iterations (before "
+                f"any scaling; the scale stays {new:g}). This is not a loss-scale problem: check "
+                "the data, the model (a log of 0, a division by 0, an op overflowing in float16: "
+                "add it to autocast(fp32_ops=...)) and the learning rate; "
+                "GradScaler(max_nonfinite_losses=0) turns this error off")
         if not found_inf:
-            self.consecutive_skips = 0
-            return
-        self.skipped_steps += 1
-        self.consecutive_skips += 1
-        if self._max_skips and self.consecutive_skips == self._max_skips:
+            self._consecutive_skips = 0
+            return error
+        self._skipped_steps += 1
+        self._consecutive_skips += 1
+        if self._max_skips and self._consecutive_skips == self._max_skips:
             warnings.warn(
-                f"GradScaler: {self.consecutive_skips} consecutive steps were skipped for inf/NaN "
-                f"(last reason: {reason}, scale now {self._scale:g}). If the reason is "
-                "nonfinite_loss the forward pass itself produces inf/NaN (bad data, a log of 0, "
-                "a too-high learning rate, an op overflowing in float16: add it to "
-                "autocast(fp32_ops=...)); lowering the scale will not help. If it is "
-                "grad_overflow with a tiny scale, gradients are inf even unscaled.",
-                RuntimeWarning, stacklevel=3)
+                f"GradScaler: {self._consecutive_skips} consecutive steps were skipped for "
+                f"inf/NaN (last reason: {reason}, scale now {new:g}). If the reason is "
+                "grad_overflow with a tiny scale, gradients are inf even unscaled: look for the "
+                "op that overflows (GradScaler(debug_overflow=True)).",
+                RuntimeWarning, stacklevel=4)
+        return error
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict:
-        """Everything needed to resume bit-identically (empty when disabled, like PyTorch)."""
+        """Everything needed to resume bit-identically (empty when disabled, like PyTorch).
+
+        Holds PyTorch's keys (``scale``, ``growth_factor``, ``backoff_factor``,
+        ``growth_interval``, ``_growth_tracker``) and MegEngine's ``scale_factor``.
+        """
         if not self._enabled:
             return {}
-        return {"scale": self._scale, "growth_factor": self._growth_factor,
+        self._flush()
+        scale, tracker = self._scale, self._growth_tracker
+        return {"scale": scale, "scale_factor": scale, "growth_factor": self._growth_factor,
                 "backoff_factor": self._backoff_factor, "growth_interval": self._growth_interval,
-                "_growth_tracker": self._growth_tracker, "min_scale": self._min_scale,
-                "skipped_steps": self.skipped_steps, "consecutive_skips": self.consecutive_skips,
-                "total_steps": self.total_steps}
+                "_growth_tracker": tracker, "min_scale": self._min_scale,
+                "skipped_steps": self._skipped_steps,
+                "consecutive_skips": self._consecutive_skips, "total_steps": self._total_steps}
+
+    @property
+    def _growth_tracker(self) -> int:
+        if self._dev is None:
+            return self._host_tracker
+        return int(host_read(self._dev["tracker"], "GradScaler growth tracker")[0])
+
+    @_growth_tracker.setter
+    def _growth_tracker(self, value) -> None:
+        self._host_tracker = int(value)
+        if self._dev is not None:
+            self._dev["tracker"][...] = self._host_tracker
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore a ``state_dict()``; values may be Python numbers, 0-d arrays or Tensors."""
+        """Restore a ``state_dict()`` of PyTorch's or MegEngine's keys; values may be Python
+        numbers, 0-d arrays or Tensors. MegEngine's ``scale_factor`` stands for ``scale``."""
         if not self._enabled:
             return
         if not state:
             raise RuntimeError("GradScaler.load_state_dict: the state dict is empty (was it "
                                "saved from a disabled GradScaler?)")
+        state = dict(state)
+        if "scale" not in state and "scale_factor" in state:
+            state["scale"] = state["scale_factor"]
         missing = {"scale", "growth_factor", "backoff_factor", "growth_interval",
                    "_growth_tracker"} - set(state)
         if missing:
-            raise KeyError(f"GradScaler.load_state_dict: missing keys {sorted(missing)}")
+            raise KeyError(f"GradScaler.load_state_dict: missing keys {sorted(missing)} (saved "
+                           "keys: " + ", ".join(sorted(state)) + ")")
 
         def num(v, kind):
             if isinstance(v, Tensor) or hasattr(v, "item"):
                 v = v.item()
             return kind(v)
 
+        self._flush()
         self._scale = num(state["scale"], float)
         self._growth_factor = num(state["growth_factor"], float)
         self._backoff_factor = num(state["backoff_factor"], float)
@@ -436,9 +743,9 @@ class GradScaler:
         ms = state.get("min_scale")
         self._min_scale = None if ms is None or (isinstance(ms, float) and math.isnan(ms)) \
             else num(ms, float)
-        self.skipped_steps = num(state.get("skipped_steps", 0), int)
-        self.consecutive_skips = num(state.get("consecutive_skips", 0), int)
-        self.total_steps = num(state.get("total_steps", 0), int)
+        self._skipped_steps = num(state.get("skipped_steps", 0), int)
+        self._consecutive_skips = num(state.get("consecutive_skips", 0), int)
+        self._total_steps = num(state.get("total_steps", 0), int)
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(scale={self.get_scale():g}, enabled={self._enabled}, "
