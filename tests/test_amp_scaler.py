@@ -50,7 +50,10 @@ def _ref_grads(params, x, y):
     return [gd.T @ xd, gd.sum(0)]
 
 
-def _set_grads(params, values):
+def _set_grads(params, values, scaler=None):
+    """Gradients standing for those of a loss that ``scaler`` scaled (a finite dummy loss)."""
+    if scaler is not None:
+        scaler.scale(mg.tensor(0.0))
     for p, v in zip(params, values):
         p.grad = mg.tensor(np.full(p.shape, v, np.float32))
 
@@ -129,7 +132,7 @@ def test_update_rule_random_sequences(pattern, min_scale, interval):
     scaler = amp.GradScaler(init_scale=64.0, growth_interval=interval, min_scale=min_scale)
     scale, tracker, skipped = 64.0, 0, 0
     for bad in pattern:
-        _set_grads(params, [INF if bad else 1.0, 0.5])
+        _set_grads(params, [INF if bad else 1.0, 0.5], scaler)
         before = _snapshot(params, opt)
         out = scaler.step(opt)
         if bad:
@@ -177,7 +180,7 @@ def test_static_scalers_keep_scale_but_skip():
     opt = SGD(params, lr=0.1)
     for scaler in (amp.StaticGradScaler(128.0), amp.GradScaler(128.0, growth_interval=0)):
         for bad in (False, True, False):
-            _set_grads(params, [INF if bad else 1.0, 1.0])
+            _set_grads(params, [INF if bad else 1.0, 1.0], scaler)
             before = _snapshot(params, opt)
             assert (scaler.step(opt) is None) == bad
             if bad:
@@ -192,16 +195,16 @@ def test_min_scale_and_update_new_scale_and_growth_cap():
     opt = SGD(params, lr=0.1)
     scaler = amp.GradScaler(init_scale=2.0, min_scale=1.0)
     for _ in range(3):
-        _set_grads(params, [float("nan"), 1.0])
+        _set_grads(params, [float("nan"), 1.0], scaler)
         scaler.step(opt)
         scaler.update()
     assert scaler.get_scale() == 1.0
-    _set_grads(params, [1.0, 1.0])
+    _set_grads(params, [1.0, 1.0], scaler)
     scaler.step(opt)
     scaler.update(new_scale=8.0)
     assert scaler.get_scale() == 8.0
     big = amp.GradScaler(init_scale=3e38, growth_interval=1)
-    _set_grads(params, [0.0, 0.0])
+    _set_grads(params, [0.0, 0.0], big)
     big.unscale_(opt)
     big.update()
     assert big.get_scale() == float(np.finfo(np.float32).max)
@@ -212,6 +215,7 @@ def test_inverse_scale_computed_in_float64_applied_in_float32():
     w.grad = mg.tensor(np.array([3.0, 1e-3], np.float32))
     opt = SGD([w], lr=0.0)
     scaler = amp.GradScaler(init_scale=3.0)
+    scaler.scale(mg.tensor(0.0))
     scaler.unscale_(opt)
     expect = np.array([3.0, 1e-3], np.float32) * np.float32(1.0 / 3.0)
     assert w.grad.dtype == f32
@@ -225,7 +229,7 @@ def test_call_order_errors_say_what_to_call():
     scaler = amp.GradScaler()
     with pytest.raises(RuntimeError, match="step"):
         scaler.update()                       # nothing recorded
-    _set_grads(params, [1.0, 1.0])
+    _set_grads(params, [1.0, 1.0], scaler)
     scaler.unscale_(opt)
     with pytest.raises(RuntimeError, match="update"):
         scaler.unscale_(opt)                  # twice before update
@@ -235,7 +239,7 @@ def test_call_order_errors_say_what_to_call():
     with pytest.raises(RuntimeError, match="update"):
         scaler.unscale_(opt)                  # unscale_ after step
     scaler.update()
-    _set_grads(params, [1.0, 1.0])
+    _set_grads(params, [1.0, 1.0], scaler)
     scaler.unscale_(opt)
     scaler.update()                           # update() after unscale_ only: uses its found_inf
     assert scaler.get_scale() == 2.0 ** 16
@@ -247,7 +251,7 @@ def test_unscale_grads_once_in_place_values():
     params = _params()
     opt = SGD(params, lr=0.1)
     scaler = amp.GradScaler(init_scale=4.0)
-    _set_grads(params, [8.0, 2.0])
+    _set_grads(params, [8.0, 2.0], scaler)
     scaler.unscale_(opt)
     np.testing.assert_array_equal(params[0].grad.numpy(), 2.0)
     np.testing.assert_array_equal(params[1].grad.numpy(), 0.5)
@@ -258,8 +262,10 @@ def test_unscale_grads_once_in_place_values():
 def test_fp16_gradients_are_refused():
     w = mg.Parameter(np.ones(2, np.float16))
     w.grad = mg.tensor(np.ones(2, np.float16))
+    scaler = amp.GradScaler()
+    scaler.scale(mg.tensor(0.0))
     with pytest.raises(ValueError, match="float32"):
-        amp.GradScaler().unscale_(SGD([w], lr=0.1))
+        scaler.unscale_(SGD([w], lr=0.1))
 
 
 def test_shared_gradient_array_unscaled_once():
@@ -279,7 +285,7 @@ def test_disabled_is_a_pass_through():
     scaler = amp.GradScaler(enabled=False)
     loss = (params[0] * 1.0).sum()
     assert scaler.scale(loss) is loss
-    _set_grads(params, [INF, 1.0])
+    _set_grads(params, [INF, 1.0], scaler)
     assert scaler.step(opt) is opt            # no inf check at all
     scaler.update()
     scaler.update()
@@ -514,7 +520,7 @@ def test_warns_after_many_consecutive_skips():
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         for _ in range(4):
-            _set_grads(params, [INF, 1.0])
+            _set_grads(params, [INF, 1.0], scaler)
             scaler.step(opt)
             scaler.update()
     msgs = [str(w.message) for w in rec if "consecutive" in str(w.message)]

@@ -16,6 +16,7 @@ def _run_pattern(scaler, pattern):
     p = mg.Parameter(mg.zeros(2))
     opt = SGD([p], lr=0.1)
     for bad in pattern:
+        scaler.scale(p.sum())  # the gradients below stand for those of this scaled loss
         p.grad = mg.tensor([INF if bad else 1.0, 1.0])
         scaler.step(opt)
         scaler.update()

@@ -231,6 +231,7 @@ class GradScaler:
         self._pending_losses: list = []  # loss arrays to check at the next unscale
         self._loss_nonfinite = False     # host path; sync-free: self._loss_flag
         self._loss_flag = None
+        self._scaled = False             # scale()/backward() ran: the gradients carry the scale
 
     # ------------------------------------------------------------------ scale and telemetry
     @property
@@ -358,6 +359,7 @@ class GradScaler:
         """
         if not self._enabled:
             return outputs
+        self._scaled = True
         if isinstance(outputs, Tensor):
             self._pending_losses.append(outputs.data)
             x = outputs
@@ -393,6 +395,7 @@ class GradScaler:
         if not self._enabled:
             gm.backward(y, dy)
             return
+        self._scaled = True
         ys = list(y) if isinstance(y, (list, tuple)) else [y]
         dys = list(dy) if isinstance(dy, (list, tuple)) else [dy] * len(ys)
         seeds, roots = [], []
@@ -524,6 +527,11 @@ class GradScaler:
             raise RuntimeError(
                 "GradScaler.unscale_() is being called after step() for this optimizer; call "
                 "scaler.update() first (unscale_ belongs between backward and step)")
+        if not self._scaled:
+            raise RuntimeError(
+                "GradScaler.unscale_/step: no loss was scaled since the last update(), so the "
+                "gradients do not carry the scale and unscaling would divide them by it; call "
+                "scaler.scale(loss).backward() (or scaler.backward(gm, loss)) first")
         st["found_inf"] = self._unscale_tensors(_optimizer_params(optimizer),
                                                 "GradScaler.unscale_")
         st["stage"] = _UNSCALED
