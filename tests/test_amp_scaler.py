@@ -526,3 +526,327 @@ def test_warns_after_many_consecutive_skips():
     msgs = [str(w.message) for w in rec if "consecutive" in str(w.message)]
     assert len(msgs) == 1 and "grad_overflow" in msgs[0]
     assert scaler.consecutive_skips == 4 and scaler.history.maxlen == 10_000
+
+
+# ----------------------------------------------------------------------------- issue regressions
+def test_fresh_tensors_and_optimizers_reusing_ids_are_not_refused():
+    # per-iteration state lives with the objects (weakrefs), never with a bare id(): a fresh
+    # tensor allocated where a freed one lived is a different tensor
+    scaler = amp.GradScaler(init_scale=4.0)
+    scaler.scale(mg.tensor(0.0))
+    for _ in range(200):
+        t = mg.Parameter(np.ones(2, np.float32))
+        t.grad = mg.tensor(np.full(2, 8.0, np.float32))
+        scaler.unscale([t])
+        np.testing.assert_array_equal(t.grad.numpy(), 2.0)
+        del t
+    scaler.update()
+    for _ in range(50):
+        scaler.scale(mg.tensor(0.0))
+        p = mg.Parameter(np.ones(2, np.float32))
+        p.grad = mg.tensor(np.full(2, 4.0, np.float32))
+        opt = SGD([p], lr=0.5)
+        scaler.step(opt)
+        np.testing.assert_array_equal(p.numpy(), 1.0 - 0.5 * 4.0 / scaler.get_scale())
+        del opt, p
+    scaler.update()
+
+
+def test_zero_dim_gradient_unscales_to_an_array():
+    p = mg.Parameter(np.float32(2.0))
+    opt = SGD([p], lr=0.1)
+    scaler = amp.GradScaler(init_scale=8.0)
+    scaler.scale(p * 3.0).backward()
+    scaler.unscale_(opt)
+    assert isinstance(p.grad.data, np.ndarray) and p.grad.shape == ()
+    assert p.grad.item() == 3.0 and p.grad.numpy().tolist() == 3.0
+    scaler.step(opt)
+    scaler.update()
+    assert p.item() == np.float32(2.0) - np.float32(0.1) * np.float32(3.0)
+
+
+def test_each_optimizer_skips_on_its_own_gradients():
+    a, b = mg.Parameter(np.ones(2, np.float32)), mg.Parameter(np.ones(2, np.float32))
+    oa, ob = SGD([a], lr=0.5), SGD([b], lr=0.5)
+    scaler = amp.GradScaler(init_scale=4.0)
+    loss_a = (a * 2.0).sum()
+    loss_b = (b * mg.tensor(float("nan"))).sum()      # only b's loss (and gradients) is NaN
+    scaler.scale(loss_a).backward()
+    scaler.scale(loss_b).backward()
+    assert scaler.step(oa) is oa                     # PyTorch: decided from a's own gradients
+    assert scaler.step(ob) is None
+    scaler.update()
+    np.testing.assert_array_equal(a.numpy(), 0.0)
+    np.testing.assert_array_equal(b.numpy(), 1.0)
+    assert scaler.last_step_skipped and scaler.history[-1]["reason"] == "nonfinite_loss"
+
+
+def test_persistent_nan_loss_keeps_the_scale_and_raises_after_n():
+    p = mg.Parameter(np.ones(2, np.float32))
+    opt = SGD([p], lr=0.1)
+    scaler = amp.GradScaler(init_scale=2.0 ** 10, max_nonfinite_losses=5)
+    for i in range(5):
+        scaler.scale((p * mg.tensor(float("nan"))).sum()).backward()
+        assert scaler.step(opt) is None
+        if i < 4:
+            scaler.update()
+            assert scaler.get_scale() == 2.0 ** 10      # not a scale problem: never backed off
+            opt.zero_grad()
+    with pytest.raises(FloatingPointError, match="loss itself was inf/NaN in 5 consecutive"):
+        scaler.update()
+    np.testing.assert_array_equal(p.numpy(), 1.0)
+    # a clean iteration in between resets the count; 0 disables the error
+    quiet = amp.GradScaler(max_nonfinite_losses=0)
+    for _ in range(30):
+        opt.zero_grad()
+        quiet.scale((p * mg.tensor(float("nan"))).sum()).backward()
+        quiet.step(opt)
+        quiet.update()
+    assert quiet.get_scale() == 2.0 ** 16 and quiet.skipped_steps == 30
+
+
+def test_step_without_scale_or_without_gradients_raises():
+    w = mg.Parameter(np.ones(1, np.float32))
+    opt = SGD([w], lr=0.1)
+    scaler = amp.GradScaler(init_scale=4.0)
+    (w * 1.0).sum().backward()                       # not scaled
+    with pytest.raises(RuntimeError, match=r"scaler\.scale\(loss\)"):
+        scaler.step(opt)
+    np.testing.assert_array_equal(w.numpy(), 1.0)    # not 0.975: nothing stepped
+    opt.zero_grad()
+    other = mg.Parameter(np.ones(1, np.float32))
+    scaler.scale((other * 1.0).sum()).backward()      # scaled, but w has no gradient
+    with pytest.raises(RuntimeError, match="no inf checks were recorded for this optimizer"):
+        scaler.step(opt)
+    with pytest.raises(RuntimeError, match="no inf checks were recorded"):
+        scaler.update()
+
+
+def test_overflowed_steps_emit_no_numpy_warnings():
+    rng = np.random.default_rng(0)
+    w = mg.Parameter(rng.standard_normal((4, 4)).astype(np.float32))
+    x = mg.tensor(rng.standard_normal((8, 4)).astype(np.float32) * 30)
+    opt = SGD([w], lr=0.1)
+    gm = GradManager().attach([w])
+    scaler = amp.GradScaler(init_scale=2.0 ** 40)     # the fp16 backward overflows
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(2):
+            with amp.autocast():
+                loss = F.relu(F.linear(F.linear(x, w), w)).sum()
+            scaler.scale(loss).backward()
+            assert scaler.step(opt) is None
+            scaler.update()
+            opt.zero_grad()
+        with gm:
+            with amp.autocast():
+                loss = F.relu(F.linear(F.linear(x, w), w)).sum()
+            scaler.backward(gm, loss)
+    assert scaler.skipped_steps == 3 and scaler.get_scale() == 2.0 ** 37
+
+
+def test_megengine_seed_is_multiplied_by_a_scalar_not_a_0d_array(monkeypatch):
+    class NoZeroDim(np.ndarray):   # CuPy refuses a 0-d NumPy array as the other operand
+        def __mul__(self, other):
+            assert not (isinstance(other, np.ndarray) and other.ndim == 0), "0-d array operand"
+            return np.asarray(self) * other
+
+    w = mg.Parameter(np.ones(2, np.float32))
+    gm = GradManager().attach([w])
+    scaler = amp.GradScaler(init_scale=4.0)
+    real = mg.ones_like
+    monkeypatch.setattr(grad_scaler, "ones_like",
+                        lambda t: mg.Tensor._make(real(t).data.view(NoZeroDim), False, None, 0))
+    with gm:
+        scaler.backward(gm, (w * 3.0).sum())
+    np.testing.assert_array_equal(w.grad.numpy(), 3.0)
+
+
+def test_scale_accepts_any_iterable():
+    scaler = amp.GradScaler(init_scale=4.0)
+    a, b = mg.tensor(1.0), mg.tensor(2.0)
+    out = scaler.scale(t for t in (a, b))
+    assert [o.item() for o in out] == [4.0, 8.0]
+    assert [o.item() for o in scaler.scale((a, b))] == [4.0, 8.0]
+    assert scaler.scale({"x": a})["x"].item() == 4.0
+    with pytest.raises(TypeError, match="iterable of Tensors"):
+        scaler.scale(3)
+
+
+# ----------------------------------------------------------------------------- API parity
+def test_constructor_spellings():
+    s = amp.GradScaler("cuda", init_scale=8.0, growth_interval=3)     # PyTorch: device first
+    assert s.get_scale() == 8.0 and s.get_growth_interval() == 3
+    s = amp.GradScaler("cpu", 8.0, 4.0, 0.25, 7)
+    assert (s.get_scale(), s.get_growth_factor(), s.get_backoff_factor(),
+            s.get_growth_interval()) == (8.0, 4.0, 0.25, 7)
+    s = amp.GradScaler(2.0 ** 10, 3.0)                # minigrad/MegEngine positional order
+    assert s.get_scale() == 1024.0 and s.get_growth_factor() == 3.0
+    s = amp.GradScaler(2.0 ** 4, growth_interval=5)
+    assert s.get_scale() == 16.0 and s.get_growth_interval() == 5 and s.get_growth_factor() == 2
+    s.set_growth_factor(4.0)
+    s.set_backoff_factor(0.25)
+    s.set_growth_interval(1)
+    assert (s.get_growth_factor(), s.get_backoff_factor(), s.get_growth_interval()) == (4, .25, 1)
+    with pytest.raises(ValueError, match="backoff_factor"):
+        s.set_backoff_factor(2.0)
+    with pytest.raises(TypeError, match="device"):
+        amp.GradScaler(["cuda"])
+
+
+def test_megengine_scale_factor_and_state_dict_keys():
+    s = amp.GradScaler(init_scale=16.0)
+    s.scale_factor = 64
+    assert s.get_scale() == 64.0 and s.state_dict()["scale_factor"] == 64.0
+    with pytest.raises(ValueError, match="scale_factor"):
+        s.scale_factor = 0.0
+    meg = {"scale_factor": 32.0, "growth_factor": 4.0, "backoff_factor": 0.25,
+           "growth_interval": 10, "_growth_tracker": 3}
+    s.load_state_dict(meg)
+    assert s.get_scale() == 32.0 and s.get_growth_factor() == 4.0
+    assert s.state_dict()["_growth_tracker"] == 3
+    torch_keys = {"scale": np.float32(8.0), "growth_factor": 2.0, "backoff_factor": 0.5,
+                  "growth_interval": 2000, "_growth_tracker": 0}
+    s.load_state_dict(torch_keys)
+    assert s.get_scale() == 8.0
+    with pytest.raises(KeyError, match="_growth_tracker"):
+        s.load_state_dict({"scale_factor": 2.0})
+
+
+def test_megengine_backward_seeds_ones_for_a_non_scalar_loss():
+    w = mg.Parameter(np.ones(3, np.float32))
+    gm = GradManager().attach([w])
+    scaler = amp.GradScaler(init_scale=8.0)
+    with gm:
+        scaler.backward(gm, w * mg.tensor([1.0, 2.0, 3.0]))   # no dy: ones, like MegEngine
+    np.testing.assert_array_equal(w.grad.numpy(), [1.0, 2.0, 3.0])
+
+
+# ----------------------------------------------------------------------------- ranks agree
+def test_flags_pass_through_ranks_agree(monkeypatch):
+    from minigrad.amp import _ranks
+
+    seen = []
+
+    def other_rank_overflowed(flags):  # as a max-reduce would when another rank saw inf
+        seen.append(flags.copy())
+        return np.maximum(flags, np.array([1, 0], np.int32))
+
+    monkeypatch.setattr(_ranks, "agree", other_rank_overflowed)
+    monkeypatch.setattr(_ranks, "overflow_ranks", lambda: [1])
+    for sync_free in (False, True):
+        p = mg.Parameter(np.ones(2, np.float32))
+        opt = SGD([p], lr=0.1)
+        scaler = amp.GradScaler(init_scale=8.0, sync_free=sync_free)
+        scaler.scale((p * 2.0).sum()).backward()      # finite here, inf on "rank 1"
+        scaler.step(opt)
+        scaler.update()
+        np.testing.assert_array_equal(p.numpy(), 1.0)
+        assert scaler.get_scale() == 4.0 and scaler.history[-1]["ranks"] == [1]
+    assert len(seen) == 2 and all(f.dtype == np.int32 and f.tolist() == [0, 0] for f in seen)
+
+
+# ----------------------------------------------------------------------------- sync-free path
+def _train(sync_free, api, make_opt, pattern, seed=0, interval=2, init=2.0 ** 6):
+    """A small AMP loop; pattern entries: 0 clean, 1 gradient overflow, 2 NaN loss."""
+    rng = np.random.default_rng(seed)
+    w = mg.Parameter(rng.standard_normal((3, 4)).astype(np.float32))
+    b = mg.Parameter(np.zeros(3, np.float32))
+    x = mg.tensor(rng.standard_normal((8, 4)).astype(np.float32))
+    opt = make_opt([w, b])
+    gm = GradManager().attach([w, b])
+    scaler = amp.GradScaler(init_scale=init, growth_interval=interval, sync_free=sync_free,
+                            max_nonfinite_losses=0)
+    reports = []
+    for ev in pattern:
+        big = mg.tensor(3e38 if ev == 1 else 1.0)    # finite loss factor; its gradient overflows
+        nan = mg.tensor(float("nan") if ev == 2 else 0.0)
+        with mg.cuda.sync_debug_mode("error" if sync_free else "default"), gm:
+            with amp.autocast():
+                out = F.linear(x, w, b)
+            loss = (out.astype(f32) * 1e-38).sum() * big + nan * b.sum()
+            if api == "torch":
+                scaler.scale(loss).backward()
+                r = scaler.step(opt)
+                scaler.update()
+                opt.zero_grad()
+            else:
+                scaler.backward(gm, loss)
+                r = opt.step()
+                opt.clear_grad()
+        reports.append(r)
+    hist = [(h["scale"], h["new_scale"], h["found_inf"], h["reason"]) for h in scaler.history]
+    state = {k: (np.array(v) if hasattr(v, "shape") else v)
+             for st_ in opt.state.values() for k, v in st_.items()}
+    return [w.numpy().copy(), b.numpy().copy()], hist, scaler, reports, state
+
+
+OPTS = [lambda p: SGD(p, lr=0.01, momentum=0.9), lambda p: Adam(p, lr=0.01)]
+
+
+@pytest.mark.parametrize("api", ["torch", "megengine"])
+@pytest.mark.parametrize("make_opt", OPTS)
+def test_sync_free_step_equals_host_path_bit_for_bit_without_reads(api, make_opt):
+    pattern = [0, 1, 0, 0, 2, 0, 1, 1, 0, 0, 0]
+    host = _train(False, api, make_opt, pattern)
+    dev = _train(True, api, make_opt, pattern)   # under sync_debug_mode("error"): no reads
+    for a, b in zip(host[0], dev[0]):
+        np.testing.assert_array_equal(a, b)
+    assert host[1] == dev[1]
+    assert [h[2] for h in host[1]] == [p in (1, 2) for p in pattern]
+    assert host[2].get_scale() == dev[2].get_scale()
+    assert host[2].state_dict() == dev[2].state_dict()
+    assert host[4].keys() == dev[4].keys()
+    for k in host[4]:
+        np.testing.assert_array_equal(host[4][k], dev[4][k])
+    if api == "torch":   # the skip report, read lazily (outside the checked region)
+        assert [r is None for r in host[3]] == [r.skipped for r in dev[3]]
+        assert [bool(r) for r in dev[3]] == [p == 0 for p in pattern]
+
+
+def test_sync_free_telemetry_is_read_lazily_and_once(monkeypatch):
+    reads = []
+    real = grad_scaler.host_read
+    monkeypatch.setattr(grad_scaler, "host_read", lambda a, w: reads.append(w) or real(a, w))
+    _, hist, scaler, _, _ = _train(True, "torch", OPTS[0], [0, 1, 0])
+    assert reads == ["GradScaler telemetry"] and len(hist) == 3   # history read: one transfer
+    assert scaler.skipped_steps == 1 and not scaler.last_step_skipped
+    assert reads == ["GradScaler telemetry"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from([0, 0, 0, 1, 2]), min_size=1, max_size=14),
+       st.sampled_from([None, 8.0]), st.sampled_from([1, 2, 3]))
+def test_scale_dynamics_match_reference_and_device_twin(pattern, min_scale, interval):
+    """Random overflow sequences: the scale trajectory is the rule's, and the device-side twin
+    makes the same decisions with the same scales, bit for bit."""
+    trajectories = []
+    for sync_free in (False, True):
+        p = mg.Parameter(np.ones(2, np.float32))
+        opt = SGD([p], lr=0.01)
+        scaler = amp.GradScaler(init_scale=64.0, growth_interval=interval, min_scale=min_scale,
+                                sync_free=sync_free, max_nonfinite_losses=0)
+        for ev in pattern:
+            loss = (p * mg.tensor(float("nan") if ev == 2 else 0.0)).sum()
+            scaler.scale(loss)
+            p.grad = mg.tensor([INF if ev else 1.0, 0.5])
+            scaler.step(opt)
+            scaler.update()
+        trajectories.append(([h["new_scale"] for h in scaler.history], p.numpy().copy(),
+                             scaler.state_dict()))
+    scale, tracker, expect = 64.0, 0, []
+    for ev in pattern:                       # the reference model of the rule
+        if ev == 1:
+            scale, tracker = max(scale * 0.5, min_scale or 0.0), 0
+        elif ev == 0:
+            tracker += 1
+            if tracker == interval:
+                scale, tracker = min(scale * 2.0, F32_MAX), 0
+        expect.append(scale)
+    (h_host, p_host, sd_host), (h_dev, p_dev, sd_dev) = trajectories
+    assert h_host == expect == h_dev
+    np.testing.assert_array_equal(p_host, p_dev)
+    assert sd_host == sd_dev and sd_host["_growth_tracker"] == tracker
+
+
+F32_MAX = float(np.finfo(np.float32).max)
