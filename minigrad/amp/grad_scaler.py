@@ -251,11 +251,12 @@ class GradScaler:
         """Sync-free: read the pending iteration records (one transfer) into the telemetry."""
         if not self._pending:
             return
-        pending, self._pending = self._pending, []
+        pending = self._pending
         xp = B.get_array_module(pending[0][0])
         vals = host_read(xp.concatenate([xp.concatenate([r[0], r[1].astype(np.float64),
                                                          r[2].astype(np.float64), r[3]])
                                          for r in pending]), "GradScaler telemetry")
+        self._pending = []  # only once read: a refused read (sync debug mode) loses nothing
         errors = []
         for i, rec in enumerate(pending):
             used, found, bad, new = vals[4 * i:4 * i + 4]
