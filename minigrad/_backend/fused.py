@@ -364,7 +364,7 @@ def _adam_cupy(param, grad, m, v, vmax, s, decoupled, amsgrad, found_inf):
 
 # ----------------------------------------------------------------------------- loss-scale update
 def scale_update(scale, tracker, found_inf, loss_bad, growth_factor, backoff_factor,
-                 growth_interval, min_scale):
+                 growth_interval, min_scale, max_scale=None):
     """The dynamic loss-scale rule on device arrays, in place, without a host read.
 
     Args:
@@ -376,11 +376,13 @@ def scale_update(scale, tracker, found_inf, loss_bad, growth_factor, backoff_fac
             scale and tracker are kept).
         growth_factor, backoff_factor, growth_interval: the rule's constants (interval > 0).
         min_scale: the floor of the backoff (0.0 for none).
+        max_scale: the cap of the growth (None: float32 max).
     """
+    cap = _F32_MAX if max_scale is None else max_scale
     if use_fused(scale):
         with scale.device:
             _scale_kernel()(found_inf, loss_bad, growth_factor, backoff_factor, growth_interval,
-                            min_scale, _F32_MAX, scale, tracker)
+                            min_scale, cap, scale, tracker)
         return
     # NumPy twin of the kernel: branch-free array ops, no host read either.
     bad = found_inf != 0
@@ -388,7 +390,7 @@ def scale_update(scale, tracker, found_inf, loss_bad, growth_factor, backoff_fac
     grown_t = tracker + 1
     grow = grown_t == growth_interval
     backed = np.maximum(scale * backoff_factor, min_scale)
-    grown = np.where(grow, np.minimum(scale * growth_factor, _F32_MAX), scale)
+    grown = np.where(grow, np.minimum(scale * growth_factor, cap), scale)
     scale[...] = np.where(keep, scale, np.where(bad, backed, grown))
     tracker[...] = np.where(keep, tracker, np.where(bad | grow, 0, grown_t))
 

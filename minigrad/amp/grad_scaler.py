@@ -8,7 +8,7 @@ Update rule (AMP_REFERENCE section 2), applied once per iteration by ``update()`
 * else inf/NaN in the gradients seen by any ``unscale``/``unscale_``/``step`` of the iteration:
   ``scale *= backoff_factor`` (not below ``min_scale``) and the growth tracker resets to 0;
 * otherwise ``tracker += 1`` and when ``tracker == growth_interval``:
-  ``scale *= growth_factor`` (capped at float32 max) and ``tracker = 0``;
+  ``scale *= growth_factor`` (capped at ``max_scale``, default float32 max) and ``tracker = 0``;
 * ``growth_interval == 0`` is a static scale (MegEngine): never changed, overflowing steps are
   still skipped.
 
@@ -127,6 +127,8 @@ class GradScaler:
         growth_interval: clean iterations between growths; 0 keeps the scale static.
         enabled: False turns every method into a pass-through.
         min_scale: the scale never backs off below this (None: no floor).
+        max_scale: the scale never grows above this (None: float32 max; Chainer clamps to
+            65504, the float16 max).
         max_consecutive_skips: warn after this many skipped iterations in a row (None: 50).
         max_nonfinite_losses: raise after this many iterations in a row whose loss itself was
             inf/NaN (None: 20; 0: never).
@@ -154,7 +156,8 @@ class GradScaler:
     def __init__(self, device=None, *args, init_scale: float = 2.0 ** 16,
                  growth_factor: float = 2.0, backoff_factor: float = 0.5,
                  growth_interval: int = 2000, enabled: bool = True,
-                 min_scale: float | None = None, max_consecutive_skips: int | None = None,
+                 min_scale: float | None = None, max_scale: float | None = None,
+                 max_consecutive_skips: int | None = None,
                  max_nonfinite_losses: int | None = None, sync_free: bool = False,
                  debug_overflow=False):
         if isinstance(device, numbers.Real) and not isinstance(device, bool):
@@ -182,6 +185,7 @@ class GradScaler:
         self._backoff_factor = backoff_factor
         self._growth_interval = int(growth_interval)
         self._min_scale = None if min_scale is None else float(min_scale)
+        self._max_scale = _F32_MAX if max_scale is None else min(float(max_scale), _F32_MAX)
         self._max_skips = 50 if max_consecutive_skips is None else int(max_consecutive_skips)
         self._max_bad_losses = 20 if max_nonfinite_losses is None else int(max_nonfinite_losses)
         self._host_scale = init_scale
@@ -627,7 +631,8 @@ class GradScaler:
             else:
                 self._host_tracker += 1
                 if self._host_tracker == self._growth_interval:
-                    self._host_scale = min(self._host_scale * self._growth_factor, _F32_MAX)
+                    self._host_scale = min(self._host_scale * self._growth_factor,
+                                           self._max_scale)
                     self._host_tracker = 0
         error = self._record(bool(found), found_inf, bad_loss, used, self._host_scale, where,
                              _ranks.overflow_ranks() if found_inf else None)
@@ -649,7 +654,7 @@ class GradScaler:
         elif self._growth_interval > 0:
             fused.scale_update(dev["scale"], dev["tracker"], found_any, bad, self._growth_factor,
                                self._backoff_factor, self._growth_interval,
-                               self._min_scale or 0.0)
+                               self._min_scale or 0.0, self._max_scale)
         if not found:
             found_any = xp.zeros(1, np.int32)
         self._pending.append((used, found_any, bad, dev["scale"].copy(), bool(found), where,
@@ -706,6 +711,7 @@ class GradScaler:
         return {"scale": scale, "scale_factor": scale, "growth_factor": self._growth_factor,
                 "backoff_factor": self._backoff_factor, "growth_interval": self._growth_interval,
                 "_growth_tracker": tracker, "min_scale": self._min_scale,
+                "max_scale": self._max_scale,
                 "skipped_steps": self._skipped_steps,
                 "consecutive_skips": self._consecutive_skips, "total_steps": self._total_steps}
 
@@ -752,6 +758,7 @@ class GradScaler:
         ms = state.get("min_scale")
         self._min_scale = None if ms is None or (isinstance(ms, float) and math.isnan(ms)) \
             else num(ms, float)
+        self._max_scale = num(state.get("max_scale", _F32_MAX), float)
         self._skipped_steps = num(state.get("skipped_steps", 0), int)
         self._consecutive_skips = num(state.get("consecutive_skips", 0), int)
         self._total_steps = num(state.get("total_steps", 0), int)
