@@ -44,8 +44,9 @@ def unscale_and_check(grads, inv_scale: float):
 
     Args:
         grads: backend arrays (NumPy or CuPy; any float dtype). They are not modified.
-        inv_scale: ``1 / scale`` as a Python float (or, on the GPU, a 0-d device array); applied in float32 (float64 for float64
-            gradients), float16/bfloat16 results rounded once.
+        inv_scale: ``1 / scale`` as a Python float (on the GPU also a 0-d device array);
+            applied in float32 (float64 for float64 gradients), float16/bfloat16 results
+            rounded once.
 
     Returns:
         ``(unscaled, found_inf)``: new arrays in the order of ``grads`` (on the GPU, views into
