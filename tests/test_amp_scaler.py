@@ -850,3 +850,23 @@ def test_scale_dynamics_match_reference_and_device_twin(pattern, min_scale, inte
 
 
 F32_MAX = float(np.finfo(np.float32).max)
+
+
+def test_sync_free_with_an_optimizer_wrapper_without_found_inf():
+    # amp.master_weights' step() takes no found_inf: the scaler reads the flag (a visible sync)
+    def run(sync_free):
+        w = mg.Parameter(np.ones((2, 2), np.float16))
+        opt = amp.master_weights(SGD([w], lr=0.5))
+        scaler = amp.GradScaler(init_scale=4.0, sync_free=sync_free)
+        for bad in (False, True, False):
+            scaler.scale((w.astype(f32) * 2.0).sum()).backward()
+            if bad:
+                w.grad = mg.tensor(np.full((2, 2), INF, np.float16))
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad()
+        return w.numpy(), [h["found_inf"] for h in scaler.history]
+
+    (w0, h0), (w1, h1) = run(False), run(True)
+    np.testing.assert_array_equal(w0, w1)
+    assert h0 == h1 == [False, True, False]

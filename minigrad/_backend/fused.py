@@ -405,7 +405,7 @@ if (loss_bad[0] == 0) {
     t = 0;
   } else if (t + 1 == interval) {
     double g = s * growth;
-    s = g < f32max ? g : f32max;
+    s = g < cap ? g : cap;
     t = 0;
   } else {
     t = t + 1;
@@ -419,6 +419,6 @@ def _scale_kernel():
     if k is None:
         k = _kernels["scale_update"] = cupy.ElementwiseKernel(
             "raw int32 found, raw int32 loss_bad, float64 growth, float64 backoff, "
-            "int64 interval, float64 min_scale, float64 f32max", "float64 s, int64 t",
+            "int64 interval, float64 min_scale, float64 cap", "float64 s, int64 t",
             _SCALE_OP, "minigrad_scale_update")
     return k

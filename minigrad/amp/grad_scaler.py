@@ -33,6 +33,7 @@ Every flag read goes through ``_ranks.agree`` first (all ranks decide alike) and
 from __future__ import annotations
 
 import collections
+import inspect
 import math
 import numbers
 import warnings
@@ -64,6 +65,14 @@ def _optimizer_params(opt) -> list:
         raise TypeError(f"GradScaler: {type(opt).__name__} has no param_groups; pass a "
                         "minigrad optimizer (SGD, Adam, ...)")
     return [p for g in groups for p in g["params"]]
+
+
+def _takes_found_inf(optimizer) -> bool:
+    """Whether ``optimizer.step`` accepts ``found_inf`` (minigrad's optimizers do)."""
+    try:
+        return "found_inf" in inspect.signature(optimizer.step).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 class _ByObject:
@@ -580,7 +589,10 @@ class GradScaler:
                 "parameters has a gradient. Use scaler.scale(loss) and call backward() on the "
                 "result before scaler.step(optimizer)")
         if self._sync_free:
-            return LazyStep(found, optimizer.step(*args, found_inf=found, **kwargs))
+            if _takes_found_inf(optimizer):
+                return LazyStep(found, optimizer.step(*args, found_inf=found, **kwargs))
+            # a wrapper (e.g. amp.master_weights) whose step() cannot skip on the device: read
+            found = bool(host_read(found, "GradScaler.step (optimizer without found_inf)")[0])
         if found:
             return None
         return optimizer.step(*args, **kwargs)
