@@ -50,7 +50,7 @@ from ..optimizer.optimizer import mark_found_inf
 from ..tensor import Tensor, ones_like
 from . import _ranks
 
-__all__ = ["GradScaler", "StaticGradScaler"]
+__all__ = ["GradScaler", "StaticGradScaler", "LazyStep"]
 
 _READY, _UNSCALED, _STEPPED = "ready", "unscaled", "stepped"
 _F32_MAX = float(np.finfo(np.float32).max)
