@@ -315,3 +315,31 @@ def test_rnn_cell_weights_cast_once_across_time_steps():
     assert n == 2 + 1           # weight and bias once, the fp32 initial h once
     h.astype(f32).sum().backward()
     assert cell.weight.grad.dtype == f32
+
+
+def test_pytorch_spellings_of_the_surroundings():
+    import minigrad.nn.functional as nnF
+
+    assert nnF is F and mg.optim.SGD is mg.optimizer.SGD and mg.autograd.grad is not None
+    lin = nn.Linear(3, 2)
+    lin(_t(4, 3)).sum().backward()
+    lin.weight.grad = lin.weight.grad * float("inf")
+    with pytest.raises(RuntimeError, match="error_if_nonfinite"):
+        nn.utils.clip_grad_norm_(lin.parameters(), 1.0, error_if_nonfinite=True)
+    x = mg.tensor([1.0, -2.0], requires_grad=True)
+    mg.autograd.backward([(x * x).sum()])
+    np.testing.assert_array_equal(x.grad.numpy(), [2.0, -4.0])
+    y = x.to(mg.float16)
+    assert y.dtype == f16 and y.requires_grad and x.to(y).dtype == f16
+    assert x.to("cpu") is x and x.to("cpu", copy=True) is not x
+    assert x.to(device="cpu", dtype="bfloat16").dtype == bf16
+    with pytest.raises(TypeError, match="twice"):
+        x.to(f16, dtype=f32)
+    mg.set_default_device("cpu")
+    assert mg.get_default_device() == "cpu" and mg.zeros(2).device == "cpu"
+    if not mg.cuda.is_available():
+        with pytest.raises(RuntimeError, match="GPU"):
+            mg.set_default_device("cuda")
+    mg.cuda.empty_cache()
+    mg.cuda.reset_max_memory_allocated()
+    assert mg.cuda.max_memory_allocated() >= 0
