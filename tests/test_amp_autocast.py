@@ -485,6 +485,8 @@ def test_positional_orders_megengine_and_pytorch():
         amp.autocast("cpu", device_type="cuda")
     with pytest.raises(ValueError, match="device_type"):
         amp.autocast("xpu")
+    with pytest.raises(TypeError, match="enabled must be a bool"):
+        amp.autocast(mg.float16)                             # not silently "enabled"
 
 
 def test_grad_accepts_a_generator_of_inputs():

@@ -339,7 +339,11 @@ class autocast:
         if unknown:
             raise TypeError(f"autocast got unexpected keyword arguments {sorted(unknown)}")
         self.device_type = _device_type(kw.get("device_type"))
-        self.enabled = bool(kw.get("enabled", True))
+        enabled = kw.get("enabled", True)
+        if not isinstance(enabled, (bool, int, np.bool_)):
+            raise TypeError(f"autocast: enabled must be a bool, got {enabled!r}; pass a dtype "
+                            "as dtype=..., or the device type first: autocast('cuda', dtype)")
+        self.enabled = bool(enabled)
         dtype = low_prec_dtype if low_prec_dtype is not None else kw.get("dtype")
         if dtype is None:
             dtype = _DEVICE_DTYPE.get(self.device_type, float16)
