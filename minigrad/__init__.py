@@ -1,6 +1,8 @@
 """minigrad: a tape-based autodiff framework over NumPy (CPU) and CuPy (GPU) with automatic mixed
 precision built into the engine."""
 
+import sys as _sys
+
 from . import _backend
 from ._backend.dtypes import (
     bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8,
@@ -13,8 +15,36 @@ from .autodiff import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from . import autodiff, cuda, functional
 from .serialization import load, save
 from . import amp, data, hub, models, nn, optimizer
+from . import autograd, optim, utils
+
+# PyTorch spellings (thin aliases over minigrad's own objects, invariant 12).
+from .amp import (
+    autocast, clear_autocast_cache, get_autocast_dtype, is_autocast_available,
+    is_autocast_enabled, set_autocast_enabled,
+)
+
+cuda.amp = cuda._install_amp_namespace()
+nn.functional = functional  # torch.nn.functional
+_sys.modules[__name__ + ".nn.functional"] = functional
 
 __version__ = "0.1.0"
+
+
+def set_default_device(device) -> None:
+    """Device of tensors made without ``device=`` (``mg.tensor``, ``mg.zeros``, ``mg.randn``, ...).
+
+    PyTorch's ``torch.set_default_device``. Layers build their parameters on the CPU whatever
+    this says; move a model with ``model.to(device)``.
+    """
+    device = _backend.normalize_device(device if device is not None else "cpu")
+    if device != "cpu" and not _backend.cuda_available():
+        raise RuntimeError(f"set_default_device({device!r}): CuPy sees no GPU; use 'cpu'")
+    _backend.default_device[0] = device
+
+
+def get_default_device() -> str:
+    """The device of tensors made without ``device=`` (see :func:`set_default_device`)."""
+    return _backend.default_device[0]
 
 __all__ = [
     "Tensor", "Parameter", "tensor", "zeros", "ones", "full", "empty", "arange", "linspace",
@@ -22,5 +52,7 @@ __all__ = [
     "full_like", "manual_seed", "from_dlpack", "no_grad", "enable_grad", "set_grad_enabled",
     "is_grad_enabled", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32",
     "int64", "uint8", "bool_", "autodiff", "functional", "cuda", "save", "load", "amp", "data",
-    "hub", "models", "nn", "optimizer",
+    "hub", "models", "nn", "optimizer", "autograd", "optim", "utils", "autocast",
+    "clear_autocast_cache", "get_autocast_dtype", "is_autocast_available", "is_autocast_enabled",
+    "set_autocast_enabled", "set_default_device", "get_default_device",
 ]

@@ -172,13 +172,37 @@ class Tensor:
     def bfloat16(self) -> "Tensor":
         return F.cast(self, B.bfloat16)
 
-    def to(self, device=None, dtype=None) -> "Tensor":
-        """Move to ``device`` and/or cast to ``dtype`` (differentiable)."""
+    def to(self, *args, device=None, dtype=None, copy: bool = False,
+           non_blocking: bool = False) -> "Tensor":
+        """Move to a device and/or cast to a dtype (differentiable), in PyTorch's spellings.
+
+        ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other_tensor)`` (its device
+        and dtype) and the keywords ``device=``/``dtype=``. Returns ``self`` when nothing
+        changes, unless ``copy=True``. ``non_blocking`` is accepted (copies are synchronous).
+        """
+        for a in args:
+            if isinstance(a, Tensor):
+                got = {"device": a.device, "dtype": a.dtype}
+            elif isinstance(a, str) and a.split(":", 1)[0] in ("cpu", "cuda", "gpu"):
+                got = {"device": a}
+            elif a is not None:
+                got = {"dtype": normalize_dtype(a)}  # raises TypeError naming valid dtypes
+            else:
+                continue
+            for k, v in got.items():
+                if (device if k == "device" else dtype) is not None:
+                    raise TypeError(f"Tensor.to: {k} given twice (in {args!r} and keywords)")
+                if k == "device":
+                    device = v
+                else:
+                    dtype = v
         out = self
         if device is not None and B.normalize_device(device) != self.device:
             out = F.to_device(out, device)
         if dtype is not None:
             out = F.cast(out, dtype)
+        if copy and out is self:
+            out = F.clone(self)
         return out
 
     def cpu(self) -> "Tensor":

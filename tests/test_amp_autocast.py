@@ -419,3 +419,95 @@ def test_create_graph_under_autocast():
     np.testing.assert_allclose(gw.numpy(), 3 * s ** 2 * np.array([2.0, 1.0]), rtol=1e-3)
     np.testing.assert_allclose(ggw.numpy(), 6 * s * np.array([2.0, 1.0]) * 3.0, rtol=1e-3)
     assert ggw.dtype == f32
+
+
+# ----------------------------------------------------------------------------- issue 15
+def test_raw_data_write_invalidates_the_cast_cache():
+    w = mg.Parameter(np.eye(2, dtype=np.float32))
+    x = mg.ones(1, 2)
+    with _CastCounter() as cc, amp.autocast():
+        a = x @ w
+        c = x @ w                          # unchanged: the cached node is served
+        w.data[...] = 3.0                  # no version bump: only the content says it changed
+        b = x @ w
+    assert cc.n == 5                       # w twice, x three times
+    np.testing.assert_array_equal(a.numpy(), [[1, 1]])
+    np.testing.assert_array_equal(c.numpy(), [[1, 1]])
+    np.testing.assert_array_equal(b.numpy(), [[6, 6]])
+    (a.astype(f32).sum() + b.astype(f32).sum()).backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.full((2, 2), 2.0))
+
+
+def test_cache_hit_keeps_sharing_one_cast_node():
+    w = mg.Parameter(np.full((2, 2), np.nan, np.float32))   # NaNs compare bitwise, not as !=
+    with amp.autocast():
+        pol = dispatch_policy.get()
+        c1 = pol._cast(w, f16)
+        c2 = pol._cast(w, f16)
+    assert c1 is c2
+
+
+def test_disabled_region_accepts_any_dtype_like_pytorch():
+    for use_amp in (True, False):
+        with amp.autocast(dtype="float16", enabled=use_amp):
+            assert amp.is_autocast_enabled() == use_amp
+    with amp.autocast(dtype="float32", enabled=False):
+        assert not amp.is_autocast_enabled()
+        assert (mg.ones(2, 2) @ mg.ones(2, 2)).dtype == f32
+    with pytest.raises(ValueError, match="enabled=False"):
+        amp.autocast(dtype="float32")
+
+
+def test_decorating_a_non_callable_raises_type_error():
+    with pytest.raises(TypeError, match="callable"):
+        amp.autocast()(3)
+
+
+def test_region_dtypes_visible_through_module_properties():
+    with amp.autocast(low_prec_dtype="bfloat16"):
+        assert amp.low_prec_dtype == bf16 and amp.high_prec_dtype == f32 and amp.enabled
+        assert (mg.ones(2, 2) @ mg.ones(2, 2)).dtype == bf16
+        with amp.autocast(low_prec_dtype="float16", high_prec_dtype="float16"):
+            assert amp.low_prec_dtype == f16 and amp.high_prec_dtype == f16
+            assert F.exp(mg.ones(2)).dtype == f16        # MegEngine accepts a half "high"
+        assert amp.low_prec_dtype == bf16
+    assert amp.low_prec_dtype == f16 and not amp.enabled
+
+
+def test_positional_orders_megengine_and_pytorch():
+    r = amp.autocast(True, "bfloat16", False)               # MegEngine / minigrad order
+    assert (r.enabled, r.dtype, r.cache_enabled, r.device_type) == (True, bf16, False, None)
+    r = amp.autocast("cuda", mg.bfloat16, False, True)       # PyTorch order
+    assert (r.enabled, r.dtype, r.cache_enabled, r.device_type) == (False, bf16, True, "cuda")
+    assert amp.autocast().dtype == f16                      # minigrad's default is unchanged
+    assert amp.autocast("cpu").dtype == bf16 and amp.autocast(device_type="cuda").dtype == f16
+    with pytest.raises(TypeError, match="multiple values"):
+        amp.autocast("cpu", device_type="cuda")
+    with pytest.raises(ValueError, match="device_type"):
+        amp.autocast("xpu")
+    with pytest.raises(TypeError, match="enabled must be a bool"):
+        amp.autocast(mg.float16)                             # not silently "enabled"
+
+
+def test_grad_accepts_a_generator_of_inputs():
+    lin = mg.nn.Linear(3, 2)
+    loss = (lin(mg.ones(4, 3)) ** 2).sum()
+    gs = grad(loss, lin.parameters(), create_graph=True)
+    assert len(gs) == 2 and all(g is not None for g in gs)
+    assert [g.shape for g in gs] == [(2, 3), (2,)]
+
+
+@pytest.mark.parametrize("call", [
+    lambda: amp.autocast(fp32_ops=["matmull"]),
+    lambda: amp.autocast(lower_ops="sofmax"),
+    lambda: amp.policy.set("matmull", "fp32"),
+])
+def test_misspelled_op_names_are_refused_with_the_closest(call):
+    with pytest.raises(ValueError, match="did you mean 'matmul'|did you mean 'softmax'"):
+        call()
+
+
+def test_user_function_names_are_accepted_once_defined():
+    amp.policy.set("amp_test_probe", "fp32")
+    with amp.autocast(lower_ops=["amp_test_probe"]):
+        pass

@@ -49,10 +49,18 @@ def get_array_module(x):
     return cupy.get_array_module(x)
 
 
+# The device None stands for in creation functions; a one-item list so mg.set_default_device
+# can change it without rebinding a module global.
+default_device = ["cpu"]
+
+
 def normalize_device(device) -> str:
-    """Spell a device as ``"cpu"`` or ``"cuda:N"``; raise a clear error for anything else."""
+    """Spell a device as ``"cpu"`` or ``"cuda:N"``; raise a clear error for anything else.
+
+    None means the default device (``"cpu"`` unless ``mg.set_default_device`` changed it).
+    """
     if device is None:
-        return "cpu"
+        return default_device[0]
     if not isinstance(device, str):
         device = str(device)
     if device == "cpu":

@@ -22,7 +22,11 @@ import sys
 import types
 
 from . import policy
-from .autocast import _Global, autocast, get_autocast_dtype, is_autocast_enabled
+from .autocast import (
+    _Global, _state, autocast, clear_autocast_cache, get_autocast_dtype, is_autocast_available,
+    is_autocast_enabled, set_autocast_enabled,
+)
+from .custom import custom_bwd, custom_fwd
 from .grad_scaler import GradScaler, StaticGradScaler
 from .master_weights import master_weights
 from .o_levels import DynamicLossScaleManager, FixedLossScaleManager, build_train_network
@@ -51,12 +55,17 @@ __all__ = [
     "GradScaler",
     "StaticGradScaler",
     "autocast",
+    "clear_autocast_cache",
+    "custom_bwd",
+    "custom_fwd",
     "enabled",
     "get_autocast_dtype",
     "high_prec_dtype",
+    "is_autocast_available",
     "is_autocast_enabled",
     "low_prec_dtype",
     "policy",
+    "set_autocast_enabled",
 ]
 
 
@@ -74,8 +83,12 @@ class _AmpModule(types.ModuleType):
 
     @property
     def low_prec_dtype(self):
-        """dtype of the global switch's "lower" ops (``"float16"`` or ``"bfloat16"``)."""
-        return _Global.low
+        """dtype of the "lower" ops: the enclosing region's, else the global switch's.
+
+        Assigning sets the global switch's (``"float16"`` or ``"bfloat16"``).
+        """
+        st = _state.get()
+        return _Global.low if st is None else st.dtype
 
     @low_prec_dtype.setter
     def low_prec_dtype(self, dtype) -> None:
@@ -83,8 +96,9 @@ class _AmpModule(types.ModuleType):
 
     @property
     def high_prec_dtype(self):
-        """dtype of the global switch's "fp32" ops."""
-        return _Global.high
+        """dtype of the "fp32" ops: the enclosing region's, else the global switch's."""
+        st = _state.get()
+        return _Global.high if st is None else st.high
 
     @high_prec_dtype.setter
     def high_prec_dtype(self, dtype) -> None:

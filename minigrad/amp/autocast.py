@@ -10,19 +10,27 @@ The backward engine clears ``dispatch_policy`` while it runs, so backward replay
 node recorded in forward (invariant 5) whether it runs inside or outside the region.
 
 Weight-cast cache: inside the outermost region each float32 leaf tensor that requires grad
-(a Parameter) is cast once per dtype and the cast is reused by every op that needs it. An entry
-is keyed by ``(id(tensor), dtype)`` and keeps a strong reference to the tensor (so the id cannot
-be reused while cached); it is valid while the tensor's ``_version`` and data buffer are unchanged
-and, when grad mode is on, while the cast is a recorded node whose graph was not freed by a
-backward -- so a cast made under ``no_grad`` is never served to a recorded op. The cache is
-cleared when the outermost region exits.
+(a Parameter) is cast once per dtype and the cast node is shared by every op that needs it. An
+entry is keyed by ``(id(tensor), dtype)`` and keeps a strong reference to the tensor (so the id
+cannot be reused while cached). A hit is served only when the tensor's ``_version`` and data
+buffer are unchanged, when grad mode is on only while the cast is a recorded node whose graph
+was not freed by a backward (a cast made under ``no_grad`` is never served to a recorded op), and
+when the cached cast still equals a cast of the current data: a raw write through
+``p.data[...] = v`` bumps no version counter, and no check cheaper than reading every element
+can see it. That check costs about one cast, so a hit saves graph nodes and memory (one low
+precision copy and one gradient cast-back per parameter and region) rather than arithmetic. On
+the GPU the comparison would need a host synchronisation (invariant 11), so a repeat use there
+casts afresh instead. The cache is cleared when the outermost region exits.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import warnings
 from contextvars import ContextVar
+
+import numpy as np
 
 from .._backend.dtypes import bfloat16, float16, float32, float64, normalize_dtype, widest_float
 from ..autodiff.function import dispatch_policy
@@ -31,7 +39,8 @@ from ..functional.cast import Cast
 from ..tensor import Tensor
 from . import policy as _policy
 
-__all__ = ["AutocastPolicy", "autocast", "get_autocast_dtype", "is_autocast_enabled"]
+__all__ = ["AutocastPolicy", "autocast", "clear_autocast_cache", "get_autocast_dtype",
+           "is_autocast_available", "is_autocast_enabled", "set_autocast_enabled"]
 
 _FLOATS = frozenset({float16, bfloat16, float32})  # float64 is an explicit user choice: left alone
 _ALL_FLOATS = (float16, bfloat16, float32, float64)
@@ -67,16 +76,27 @@ _state: ContextVar = ContextVar("minigrad_autocast_state", default=None)
 _bce_warned = [False]
 
 
-def is_autocast_enabled() -> bool:
-    """Whether ops issued here run under an enabled autocast region (or ``amp.enabled``)."""
+def is_autocast_enabled(device_type=None) -> bool:
+    """Whether ops issued here run under an enabled autocast region (or ``amp.enabled``).
+
+    ``device_type`` (PyTorch's argument) is checked; minigrad's regions cover every device.
+    """
+    _device_type(device_type)
     st = _state.get()
     return st is not None and st.enabled
 
 
-def get_autocast_dtype():
-    """The low-precision dtype of the innermost region (float16 outside any region)."""
+def get_autocast_dtype(device_type=None):
+    """The low-precision dtype of the innermost region.
+
+    Outside any region: PyTorch's default for ``device_type`` (bfloat16 on ``"cpu"``, float16
+    on ``"cuda"``), float16 without one.
+    """
+    kind = _device_type(device_type)
     st = _state.get()
-    return float16 if st is None else st.dtype
+    if st is None:
+        return _DEVICE_DTYPE.get(kind, float16)
+    return st.dtype
 
 
 class AutocastPolicy:
@@ -172,15 +192,26 @@ class AutocastPolicy:
         entry = cache.get(key)
         if entry is not None:
             src, version, data, out = entry
-            if src is x and version == x._version and data is x.data:
-                if not grad_enabled.get():
-                    return out
-                fn = out.creator
-                if fn is not None and fn.inputs is not None:
-                    return out
+            if src is x and version == x._version and data is x.data \
+                    and (not grad_enabled.get()
+                         or (out.creator is not None and out.creator.inputs is not None)) \
+                    and _same_cast(data, out.data):
+                return out
         out = Cast.apply(x, dtype=target)
         cache[key] = (x, x._version, x.data, out)
         return out
+
+
+def _same_cast(src, cached) -> bool:
+    """Whether ``cached`` still is the cast of ``src`` (a raw ``p.data`` write leaves no trace).
+
+    Compared bitwise, so NaN payloads and signed zeros count. GPU arrays answer False: comparing
+    would wait on the device (invariant 11), so the GPU recasts on every repeat use.
+    """
+    if type(src) is not np.ndarray:
+        return False
+    bits = np.dtype(f"u{cached.dtype.itemsize}")
+    return bool(np.array_equal(src.astype(cached.dtype).view(bits), cached.view(bits)))
 
 
 def _warn_bce(name):
@@ -192,18 +223,37 @@ def _warn_bce(name):
             "numerically stable and also autocasts to float32.", UserWarning, stacklevel=4)
 
 
+_DEVICE_DTYPE = {"cpu": bfloat16, "cuda": float16}  # PyTorch's defaults per device type
+
+
+def _device_type(device_type):
+    if device_type is None:
+        return None
+    if not isinstance(device_type, str):
+        raise TypeError(f"autocast: device_type must be a str ('cpu' or 'cuda'), got "
+                        f"{type(device_type).__name__}")
+    kind = device_type.split(":", 1)[0]
+    if kind not in _DEVICE_DTYPE:
+        raise ValueError(f"autocast: unsupported device_type {device_type!r}; minigrad has "
+                         "'cpu' and 'cuda'")
+    return kind
+
+
 def _low_dtype(dtype):
     d = normalize_dtype(dtype)
     if d not in (float16, bfloat16):
-        raise ValueError(f"autocast: dtype must be 'float16' or 'bfloat16', got {dtype!r}")
+        raise ValueError(f"autocast: dtype must be 'float16' or 'bfloat16', got {dtype!r} "
+                         "(any dtype is accepted with enabled=False)")
     return d
 
 
 def _high_dtype(dtype):
+    # MegEngine passes high_prec_dtype through unchecked; any floating dtype is meaningful here
+    # (float16 runs the "fp32" category in half precision, as MegEngine would).
     d = normalize_dtype(dtype)
-    if d not in (float32, float64):
-        raise ValueError(
-            f"autocast: high_prec_dtype must be 'float32' (or 'float64'), got {dtype!r}")
+    if d not in _ALL_FLOATS:
+        raise ValueError(f"autocast: high_prec_dtype must be a floating dtype ('float32', "
+                         f"'float64', 'float16', 'bfloat16'), got {dtype!r}")
     return d
 
 
@@ -217,6 +267,7 @@ def _op_names(names, what):
         if n in _policy._NEVER_CAST:
             raise ValueError(f"autocast: {what} cannot contain {n!r}: autocast inserts that "
                              "op itself")
+        _policy.check_op_name(n, f"autocast({what}=...)")
     return names
 
 
@@ -225,20 +276,46 @@ def make_policy(dtype, high, cache, fp32_ops=(), lower_ops=()) -> AutocastPolicy
     return AutocastPolicy(_policy.merged_codes(fp32_ops, lower_ops), dtype, high, cache)
 
 
+_TORCH_ORDER = ("device_type", "dtype", "enabled", "cache_enabled")
+_MGE_ORDER = ("enabled", "dtype", "cache_enabled")
+
+
+def _bind(args, kwargs):
+    """Positional arguments in PyTorch's order when the first is a str (or None), else in
+    MegEngine's / minigrad's order (``enabled`` first)."""
+    order = _TORCH_ORDER if args and (args[0] is None or isinstance(args[0], str)) else _MGE_ORDER
+    if len(args) > len(order):
+        raise TypeError(f"autocast takes at most {len(order)} positional arguments "
+                        f"({', '.join(order)}), got {len(args)}")
+    for name, value in zip(order, args):
+        if name in kwargs:
+            raise TypeError(f"autocast got multiple values for argument {name!r}")
+        kwargs[name] = value
+    return kwargs
+
+
 class autocast:
     """Run ops of a region in mixed precision, per the policy table.
 
     Usable as ``with amp.autocast():`` and as a decorator ``@amp.autocast()``; regions nest.
+    Both spellings bind positional arguments: PyTorch's ``autocast("cuda", mg.float16)``
+    (``device_type`` first, a str) and MegEngine's ``autocast(True, "float16")`` (``enabled``
+    first).
 
     Args:
+        device_type: PyTorch's ``"cpu"`` or ``"cuda"``. It picks the default ``dtype`` (bfloat16
+            on the CPU, float16 on CUDA, as in PyTorch); the region applies to ops on every
+            device, as every minigrad region does.
+        dtype: the low-precision dtype, ``"float16"`` or ``"bfloat16"``; default float16
+            (without ``device_type``). With ``enabled=False`` any dtype is accepted and ignored.
         enabled: False makes the region run everything in the inputs' dtypes, even inside an
             enabled region.
-        dtype: the low-precision dtype, ``"float16"`` or ``"bfloat16"``.
-        cache_enabled: cast each float32 parameter once per region (see module docstring).
+        cache_enabled: cast each float32 parameter once per region (see module docstring);
+            None means True.
         fp32_ops: op names forced to float32 inside this region only.
         lower_ops: op names forced to the low-precision dtype inside this region only.
         low_prec_dtype: MegEngine's name for ``dtype`` (wins when given).
-        high_prec_dtype: dtype of the "fp32" category (MegEngine's name).
+        high_prec_dtype: dtype of the "fp32" category (MegEngine's name); default float32.
 
     Example:
         >>> import minigrad as mg
@@ -250,14 +327,35 @@ class autocast:
         ...         d = a @ b
         >>> str(c.dtype), str(d.dtype)
         ('float16', 'float32')
+        >>> with mg.autocast("cpu"):           # PyTorch: bfloat16 by default on the CPU
+        ...     str((a @ b).dtype)
+        'bfloat16'
     """
 
-    def __init__(self, enabled: bool = True, dtype="float16", cache_enabled: bool = True, *,
-                 fp32_ops=(), lower_ops=(), low_prec_dtype=None, high_prec_dtype="float32"):
+    def __init__(self, *args, fp32_ops=(), lower_ops=(), low_prec_dtype=None,
+                 high_prec_dtype=None, **kwargs):
+        kw = _bind(args, kwargs)
+        unknown = set(kw) - set(_TORCH_ORDER)
+        if unknown:
+            raise TypeError(f"autocast got unexpected keyword arguments {sorted(unknown)}")
+        self.device_type = _device_type(kw.get("device_type"))
+        enabled = kw.get("enabled", True)
+        if not isinstance(enabled, (bool, int, np.bool_)):
+            raise TypeError(f"autocast: enabled must be a bool, got {enabled!r}; pass a dtype "
+                            "as dtype=..., or the device type first: autocast('cuda', dtype)")
         self.enabled = bool(enabled)
-        self.dtype = _low_dtype(low_prec_dtype if low_prec_dtype is not None else dtype)
-        self.high_prec_dtype = _high_dtype(high_prec_dtype)
-        self.cache_enabled = bool(cache_enabled)
+        dtype = low_prec_dtype if low_prec_dtype is not None else kw.get("dtype")
+        if dtype is None:
+            dtype = _DEVICE_DTYPE.get(self.device_type, float16)
+        if self.enabled:
+            self.dtype = _low_dtype(dtype)
+        else:  # PyTorch's autocast(dtype=d, enabled=use_amp): d may be anything when off
+            d = normalize_dtype(dtype)
+            self.dtype = d if d in (float16, bfloat16) else None
+        self.high_prec_dtype = _high_dtype(high_prec_dtype if high_prec_dtype is not None
+                                           else float32)
+        cache_enabled = kw.get("cache_enabled")
+        self.cache_enabled = True if cache_enabled is None else bool(cache_enabled)
         self.fp32_ops = _op_names(fp32_ops, "fp32_ops")
         self.lower_ops = _op_names(lower_ops, "lower_ops")
         both = set(self.fp32_ops) & set(self.lower_ops)
@@ -282,7 +380,10 @@ class autocast:
                               cache if self.cache_enabled else None, fp32_ops, lower_ops)
         else:
             pol = None
-        st = _State(self.enabled, self.dtype, self.high_prec_dtype,
+        dtype = self.dtype
+        if dtype is None:  # a disabled region with a non-low dtype keeps the outer one
+            dtype = outer.dtype if outer is not None else float16
+        st = _State(self.enabled, dtype, self.high_prec_dtype,
                     cache if self.enabled else outer_cache, fp32_ops, lower_ops)
         self._tokens.append((_state.set(st), dispatch_policy.set(pol), owned))
         return self
@@ -296,10 +397,16 @@ class autocast:
         return False
 
     def _clone(self) -> autocast:
-        return autocast(self.enabled, self.dtype, self.cache_enabled, fp32_ops=self.fp32_ops,
-                        lower_ops=self.lower_ops, high_prec_dtype=self.high_prec_dtype)
+        new = object.__new__(autocast)
+        new.__dict__.update(self.__dict__)
+        new._tokens = []
+        return new
 
     def __call__(self, func):
+        if not callable(func):
+            raise TypeError(f"autocast used as a decorator needs a callable, got "
+                            f"{type(func).__name__}; use `with amp.autocast(...):` for a region")
+
         # A fresh region per call keeps the decorator re-entrant (recursion) and thread-safe.
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
@@ -308,12 +415,78 @@ class autocast:
         return wrapper
 
     def __repr__(self) -> str:
-        extra = ""
+        extra = f", device_type={self.device_type!r}" if self.device_type else ""
         if self.fp32_ops:
             extra += f", fp32_ops={list(self.fp32_ops)}"
         if self.lower_ops:
             extra += f", lower_ops={list(self.lower_ops)}"
         return f"autocast(enabled={self.enabled}, dtype={self.dtype}{extra})"
+
+
+# ----------------------------------------------------------------- PyTorch's state functions
+def is_autocast_available(device_type: str) -> bool:
+    """Whether ``autocast(device_type)`` is supported: ``"cpu"`` and ``"cuda"``."""
+    return isinstance(device_type, str) and device_type.split(":", 1)[0] in _DEVICE_DTYPE
+
+
+def set_autocast_enabled(*args) -> None:
+    """PyTorch's raw switch: ``set_autocast_enabled([device_type,] enabled)``.
+
+    It is the global switch (``amp.enabled``); prefer ``with autocast():``, which restores the
+    previous state on exit.
+    """
+    if len(args) == 2:
+        _device_type(args[0])
+        args = args[1:]
+    if len(args) != 1:
+        raise TypeError("set_autocast_enabled([device_type,] enabled) takes 1 or 2 arguments")
+    _Global.set_enabled(bool(args[0]))
+
+
+def clear_autocast_cache() -> None:
+    """Drop every weight cast cached by the enclosing region (PyTorch's name)."""
+    st = _state.get()
+    if st is not None and st.cache is not None:
+        st.cache.clear()
+
+
+# ----------------------------------------------------------------- replaying a region's state
+def captured_state() -> tuple:
+    """``(autocast state, dispatch policy)`` in force, for replaying later (checkpoint
+    recompute, ``custom_bwd``)."""
+    return _state.get(), dispatch_policy.get()
+
+
+class replay_state:
+    """Context manager that reinstalls a ``captured_state()``, with a fresh weight-cast cache.
+
+    The captured region may have exited (its cache cleared); a fresh cache scoped to the replay
+    keeps its casts from outliving it. ``wrap`` (optional) maps the replayed policy to the one
+    installed, e.g. to substitute inputs during a checkpoint recompute.
+    """
+
+    def __init__(self, captured, wrap=None):
+        self.state, self.policy = captured
+        self.wrap = wrap
+
+    def __enter__(self):
+        st, pol = self.state, self.policy
+        if getattr(pol, "cache", None) is not None:
+            cache = {}
+            pol = copy.copy(pol)
+            pol.cache = cache
+            st = _State(st.enabled, st.dtype, st.high, cache, st.fp32_ops, st.lower_ops) \
+                if st is not None else None
+        if self.wrap is not None:
+            pol = self.wrap(pol)
+        self._tokens = (_state.set(st), dispatch_policy.set(pol))
+        return self
+
+    def __exit__(self, *exc):
+        state_token, policy_token = self._tokens
+        dispatch_policy.reset(policy_token)
+        _state.reset(state_token)
+        return False
 
 
 # ----------------------------------------------------------------- MegEngine's global switch

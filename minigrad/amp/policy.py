@@ -34,7 +34,8 @@ Overrides: ``set(name, category)`` changes a row for every autocast region enter
 
 from __future__ import annotations
 
-__all__ = ["CATEGORIES", "functional_op_names", "get", "missing_rows", "reset", "set", "table"]
+__all__ = ["CATEGORIES", "check_op_name", "functional_op_names", "get", "missing_rows", "reset",
+           "set", "table"]
 
 CATEGORIES = ("lower", "fp32", "promote", "lower_input", "fp32_warn", "passthrough")
 
@@ -99,6 +100,42 @@ def _check_category(category: str) -> str:
     return category
 
 
+def _function_names():
+    """``Function.name`` of every Function subclass defined so far (user Functions included)."""
+    import minigrad.functional  # noqa: F401 - defines the subclasses
+
+    from ..autodiff.function import Function
+
+    names = {}  # a dict as an ordered set: this module's ``set`` is the override function
+    stack = list(Function.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        names[cls.name] = None
+    return names.keys()
+
+
+def check_op_name(name: str, where: str = "amp.policy") -> None:
+    """Raise ValueError, naming the closest op names, if no op is called ``name``.
+
+    An op is known when it has a row or is the ``name`` of a defined ``Function`` subclass, so a
+    user-defined Function can be overridden once its class exists. Rows are checked first: the
+    common case costs one dict lookup.
+    """
+    if name in _DEFAULT or name in _overrides:
+        return
+    known = _function_names() | _DEFAULT.keys()
+    if name in known:
+        return
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(known), n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(repr(c) for c in close)}?" if close else \
+        "see amp.policy.table() for the op names"
+    raise ValueError(f"{where}: no op is named {name!r}; {hint} (a user-defined Function is "
+                     "known once its class is defined)")
+
+
 def get(name: str) -> str:
     """The category of op ``name`` (``"passthrough"`` for unlisted ops).
 
@@ -121,12 +158,14 @@ def set(name: str, category: str) -> None:
         category: one of ``CATEGORIES``.
 
     Raises:
-        ValueError: unknown category, or an op autocast must never cast (``cast``).
+        ValueError: unknown category, unknown op name (the message names the closest ones), or
+            an op autocast must never cast (``cast``).
     """
     global _version
     _check_category(category)
     if not isinstance(name, str):
         raise TypeError(f"amp.policy.set: op name must be a string, got {type(name).__name__}")
+    check_op_name(name, "amp.policy.set")
     if name in _NEVER_CAST and category != "passthrough":
         raise ValueError(f"amp.policy.set: op {name!r} is inserted by autocast itself and must "
                          "stay 'passthrough'")

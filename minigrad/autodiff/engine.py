@@ -165,11 +165,16 @@ def _zeros_like_meta(fn, shape, dtype):
 
 
 def _as_list(x):
+    # Any iterable counts (``model.parameters()`` is a generator, as in PyTorch); a Tensor or an
+    # array is one item even though it is iterable.
     if x is None:
         return []
-    if isinstance(x, (list, tuple)):
+    if isinstance(x, Tensor) or hasattr(x, "shape"):
+        return [x]
+    try:
         return list(x)
-    return [x]
+    except TypeError:
+        return [x]
 
 
 def default_grad(y: Tensor, dy, what: str = "backward") -> Tensor:
@@ -200,8 +205,9 @@ def grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=No
     """Gradients of ``outputs`` with respect to ``inputs``, returned rather than accumulated.
 
     Args:
-        outputs: a Tensor or a list of Tensors.
-        inputs: a Tensor or a list of Tensors (leaves or intermediates).
+        outputs: a Tensor or an iterable of Tensors.
+        inputs: a Tensor or an iterable of Tensors (leaves or intermediates), e.g.
+            ``model.parameters()``.
         grad_outputs: seed gradients, one per output (defaults to ones for scalars).
         create_graph: record the backward so the result can be differentiated again
             (gradient penalties).

@@ -5,14 +5,18 @@ from __future__ import annotations
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "functional_call", "parameters_to_vector"]
 
 
-def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0):
+def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach=None):
     """Scale gradients in place so their total ``norm_type`` norm is at most ``max_norm``.
 
-    Same as ``minigrad.optimizer.clip_grad_norm``; returns the total norm before clipping.
+    Same as ``minigrad.optimizer.clip_grad_norm`` (``error_if_nonfinite=True`` raises on an
+    inf/NaN total norm); ``foreach`` is PyTorch's kernel choice, accepted and ignored. Returns
+    the total norm before clipping.
     """
     from ..optimizer.clip import clip_grad_norm
 
-    return clip_grad_norm(parameters, max_norm, norm_type=norm_type)
+    return clip_grad_norm(parameters, max_norm, norm_type=norm_type,
+                          error_if_nonfinite=error_if_nonfinite)
 
 
 def clip_grad_value_(parameters, clip_value: float):

@@ -1,0 +1,5 @@
+"""Utilities with PyTorch's spellings: ``minigrad.utils.checkpoint`` (activation checkpointing)."""
+
+from . import checkpoint
+
+__all__ = ["checkpoint"]
