@@ -30,6 +30,8 @@ from .advisor import PolicyAdvice, suggest_policy
 from .debug import AmpOverflowError, AmpOverflowWarning, OverflowReport, debug_overflow
 from .telemetry import GradStats, grad_stats, plot_scaler, scaler_summary
 from .trace import Trace, trace
+from .mindspore import (DynamicLossScaler, StaticLossScaler, all_finite, auto_mixed_precision,
+                        custom_mixed_precision, get_black_list, get_white_list)
 
 __all__ = [
     "DynamicLossScaleManager",
@@ -57,6 +59,14 @@ __all__ = [
     "is_autocast_enabled",
     "low_prec_dtype",
     "policy",
+    # MindSpore (amp/mindspore.py)
+    "DynamicLossScaler",
+    "StaticLossScaler",
+    "all_finite",
+    "auto_mixed_precision",
+    "custom_mixed_precision",
+    "get_black_list",
+    "get_white_list",
 ]
 
 
