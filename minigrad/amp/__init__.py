@@ -32,6 +32,7 @@ from .telemetry import GradStats, grad_stats, plot_scaler, scaler_summary
 from .trace import Trace, trace
 from .mindspore import (DynamicLossScaler, StaticLossScaler, all_finite, auto_mixed_precision,
                         custom_mixed_precision, get_black_list, get_white_list)
+from .megengine import convert_module_format, convert_tensor_format, tensor_format
 
 __all__ = [
     "DynamicLossScaleManager",
@@ -67,6 +68,10 @@ __all__ = [
     "custom_mixed_precision",
     "get_black_list",
     "get_white_list",
+    # MegEngine (amp/megengine.py)
+    "convert_module_format",
+    "convert_tensor_format",
+    "tensor_format",
 ]
 
 
