@@ -71,7 +71,7 @@ def test_grad_scaler_backward_without_unscale_then_unscale():
     gc.collect()
     live = gm.attached_tensors()
     assert len(live) == 1 and live[0] is y
-    del y, loss
+    del y, loss, live
     gc.collect()
     assert gm.attached_tensors() == []
     # a tensor without a gradient is tolerated
