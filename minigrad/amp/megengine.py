@@ -5,9 +5,9 @@ the logical shape stays NCHW, the memory becomes channels-last. minigrad does th
 backend: the data is re-laid out to channels-last strides (a real layout change; the shape, the
 values and every result stay those of NCHW), and the tensor is tagged, so
 ``amp.tensor_format(x)`` says ``"nhwc"`` (MegEngine's ``x.format``; minigrad's ``Tensor`` has no
-such attribute). A converted module keeps its convolution and BatchNorm outputs channels-last
-(a forward hook re-lays them out), so activations stay NHWC from layer to layer, as MegEngine's
-format propagation does. On the CPU this is layout parity, not a speed-up: the im2col kernels
+such attribute). A converted module keeps its convolution, BatchNorm and pooling outputs
+channels-last (a forward hook re-lays them out; elementwise ops keep their input's layout), so
+activations stay NHWC from layer to layer, as MegEngine's format propagation does. On the CPU this is layout parity, not a speed-up: the im2col kernels
 gather windows from any strides.
 """
 
@@ -46,11 +46,15 @@ def _is_channels_last(a) -> bool:
 
 
 def tensor_format(x: Tensor) -> str:
-    """MegEngine's ``x.format``: ``"nhwc"`` for a converted tensor whose data is still
-    channels-last, else ``"default"``."""
-    if _tagged.get(id(x)) is x and x.ndim in (4, 5) and _is_channels_last(x.data):
+    """MegEngine's ``x.format``: ``"nhwc"`` for a 4-D/5-D tensor whose data is channels-last
+    (so an elementwise op's output, which keeps its input's layout, is NHWC too), else
+    ``"default"``. Where both layouts coincide (a size-1 channel or spatial dims) only a
+    converted tensor says ``"nhwc"``."""
+    if x.ndim not in (4, 5) or not _is_channels_last(x.data):
+        return "default"
+    if not x.data.flags.c_contiguous:
         return "nhwc"
-    return "default"
+    return "nhwc" if _tagged.get(id(x)) is x else "default"
 
 
 def convert_tensor_format(x: Tensor, inplace: bool = True) -> Tensor:
