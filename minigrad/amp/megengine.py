@@ -2,13 +2,14 @@
 
 MegEngine converts NCHW tensors to its ``"nhwc"`` format for faster low-precision convolutions:
 the logical shape stays NCHW, the memory becomes channels-last. minigrad does the same on every
-backend: the data is re-laid out to channels-last strides (a real layout change; the shape, the
-values and every result stay those of NCHW), and the tensor is tagged, so
+backend: the data is re-laid out to channels-last strides (a real layout change; the shape and
+the values stay those of NCHW), and the tensor is tagged, so
 ``amp.tensor_format(x)`` says ``"nhwc"`` (MegEngine's ``x.format``; minigrad's ``Tensor`` has no
 such attribute). A converted module keeps its convolution, BatchNorm and pooling outputs
 channels-last (a forward hook re-lays them out; elementwise ops keep their input's layout), so
-activations stay NHWC from layer to layer, as MegEngine's format propagation does. On the CPU this is layout parity, not a speed-up: the im2col kernels
-gather windows from any strides.
+activations stay NHWC from layer to layer, as MegEngine's format propagation does. Results equal
+NCHW's up to float32 rounding (reductions add in another order). On the CPU this is layout
+parity, not a speed-up: the im2col kernels gather windows from any strides.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ Example:
     >>> import minigrad as mg
     >>> from minigrad import amp
     >>> scaler = amp.DynamicLossScaler(scale_value=2 ** 10, scale_factor=2, scale_window=1)
-    >>> grads = (mg.tensor([float("nan"), 1.0], dtype="float16"), mg.tensor([0.2], dtype="float16"))
+    >>> grads = (mg.tensor([float("nan"), 1.0], dtype="float16"),
+    ...          mg.tensor([0.2], dtype="float16"))
     >>> scaler.adjust(amp.all_finite(scaler.unscale(grads)))
     True
     >>> float(scaler.scale_value.item())

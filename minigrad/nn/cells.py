@@ -1,11 +1,13 @@
-"""MindSpore's training cells: ``WithLossCell``, ``TrainOneStepWithLossScaleCell``, ``TrainOneStepCell``.
+"""MindSpore's training cells: ``WithLossCell``, ``TrainOneStepWithLossScaleCell`` and
+``TrainOneStepCell``.
 
 ``WithLossCell(net, loss_fn)`` is a module computing ``loss_fn(net(data), label)``.
 ``TrainOneStepWithLossScaleCell(net_with_loss, optimizer, scale_sense)`` is one training step as
 a module: ``loss, overflow, scale = cell(data, label)`` runs the forward, scaled backward,
 overflow check and update. ``TrainOneStepCell(net_with_loss, optimizer, sens=1.0)`` is the same
-step with a fixed scale, returning only the loss. The loss-scaling itself is ``minigrad.amp``'s (a loss-scale manager over ``GradScaler``);
-amp sits above nn, so it is imported when a cell is built, never when nn is imported.
+step with a fixed scale, returning only the loss. The loss-scaling itself is ``minigrad.amp``'s
+(a loss-scale manager over ``GradScaler``); amp sits above nn, so it is imported when a cell is
+built, never when nn is imported.
 """
 
 from __future__ import annotations
