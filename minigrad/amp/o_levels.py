@@ -42,7 +42,7 @@ import numpy as np
 
 from .. import _backend as B
 from .._backend.dtypes import bfloat16, float16, float32, is_floating, normalize_dtype
-from ..nn.cells import TrainOneStepWithLossScaleCell, WithLossCell
+from ..nn.cells import TrainOneStepCell, TrainOneStepWithLossScaleCell, WithLossCell
 from ..nn.module import Module
 from ..nn.norm import BatchNorm1d, BatchNorm2d
 from ..tensor import Tensor
@@ -344,8 +344,6 @@ def build_train_network(network, optimizer, loss_fn=None, level="O0", boost_leve
         >>> str(net[0].weight.dtype), str(loss.dtype), bool(overflow), float(scale)
         ('float16', 'float32', True, 8388608.0)
     """
-    from ..nn.cells import TrainOneStepCell
-
     level = _resolve_level(level, network)
     if boost_level not in _BOOST_LEVELS:
         raise ValueError(f"build_train_network: boost_level must be one of {_BOOST_LEVELS}, got "
