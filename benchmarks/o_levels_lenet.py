@@ -57,6 +57,8 @@ def train_level(level, data, epochs, batch_size, lr, seed):
         for i in range(0, len(perm) - batch_size + 1, batch_size):
             idx = perm[i:i + batch_size]
             loss = step(mg.tensor(xtr[idx]), mg.tensor(ytr[idx]))
+            if isinstance(loss, tuple):          # (loss, overflow, scale) when loss-scaled
+                loss = loss[0]
             skipped += bool(step.overflow)
             total += 1
     seconds = time.perf_counter() - t0

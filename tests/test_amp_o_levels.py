@@ -45,7 +45,15 @@ def test_level_dtypes_and_training(level, linear_w, bn_w, act):
     step = amp.build_train_network(net, opt, nn.CrossEntropyLoss(), level=level,
                                    loss_scale_manager=mgr)
     x, y = _data()
-    losses = [float(step(x, y).item()) for _ in range(8)]
+    # MindSpore: with loss scaling the cell returns (loss, overflow, scale), else the loss
+    scaled = mgr is not None
+    assert isinstance(step, nn.TrainOneStepWithLossScaleCell) and \
+        isinstance(step, nn.TrainOneStepCell) != scaled
+    outs = [step(x, y) for _ in range(8)]
+    losses = [float((o[0] if scaled else o).item()) for o in outs]
+    if scaled:
+        assert str(outs[-1][1].dtype) == "bool" and not outs[-1][1].item()
+        assert outs[-1][2].dtype == F32 and outs[-1][2].item() == step.loss_scale
     assert step.level == level
     assert net[0].weight.dtype == net[3].weight.dtype == linear_w
     assert net[1].weight.dtype == net[1].running_mean.dtype == bn_w
@@ -95,7 +103,8 @@ def _forced_overflow_run(level, mgr):
     bad = x.numpy().copy()
     bad[0, 0] = np.inf
     with np.errstate(over="ignore", invalid="ignore"):
-        step(mg.tensor(bad), y)
+        out = step(mg.tensor(bad), y)
+    assert bool(out[1].item()) and out[2].item() == step.loss_scale
     return step, w, state, net
 
 
@@ -115,10 +124,26 @@ def test_forced_overflow_skips_update(level, mgr):
 
 @pytest.mark.parametrize("level, mgr", [
     ("O3", None), ("O0", amp.FixedLossScaleManager(128.0, drop_overflow_update=False))])
-def test_no_drop_updates_regardless(level, mgr):
-    step, w, _, net = _forced_overflow_run(level, mgr)
+def test_no_drop_refuses_to_write_nonfinite_weights(level, mgr):
+    # MindSpore applies an overflowed update when nothing drops it (TrainOneStepCell at O0/O3,
+    # FixedLossScaleManager(drop_overflow_update=False)); minigrad raises, params unchanged
+    net = _net()
+    opt = SGD(net.parameters(), lr=0.1, momentum=0.9)
+    step = amp.build_train_network(net, opt, nn.CrossEntropyLoss(), level=level,
+                                   loss_scale_manager=mgr)
+    assert isinstance(step, nn.TrainOneStepCell)
+    x, y = _data()
+    loss = step(x, y)
+    assert loss.shape == () and not step.overflow
+    w = net[0].weight.numpy().copy()
+    bad = x.numpy().copy()
+    bad[0, 0] = np.inf
+    with np.errstate(over="ignore", invalid="ignore"), \
+            pytest.raises(FloatingPointError, match="drop_overflow_update=True"):
+        step(mg.tensor(bad), y)
     assert step.overflow
-    assert not np.array_equal(net[0].weight.numpy(), w, equal_nan=True)
+    np.testing.assert_array_equal(net[0].weight.numpy(), w)
+    assert float(step(x, y).item()) < float(loss.item())   # training goes on afterwards
 
 
 def test_dynamic_manager_rule():
@@ -144,10 +169,10 @@ def test_per_call_scaling_sens_and_withlosscell():
     step = amp.build_train_network(cell, opt, level="O2")
     x, y = _data()
     # the per-call sens 1.0 is this step's scale: no overflow although the manager is at 2**24
-    loss = step(x, y, mg.tensor([1.0]))
-    assert not step.overflow and step.loss_scale == 2.0 ** 24
+    loss, overflow, scale = step(x, y, mg.tensor([1.0]))
+    assert not step.overflow and step.loss_scale == 2.0 ** 24 and scale.item() == 1.0
     assert loss.dtype == F32 and cell.compute_dtype == F32 and net.compute_dtype == F16
-    assert step.loss_scale_manager.scaler._growth_tracker == 1
+    assert step.loss_scale_manager.scaler.state_dict()["_growth_tracker"] == 1
 
 
 def test_train_one_step_cell_static_sense_and_fp16_model():
@@ -160,7 +185,7 @@ def test_train_one_step_cell_static_sense_and_fp16_model():
     assert isinstance(cell.optimizer, amp.master_weights.__globals__["MasterWeightOptimizer"])
     assert cell.loss_scale == 256.0
     x, t = mg.ones(4, 3), mg.zeros(4, 1)
-    losses = [float(cell(x, t).item()) for _ in range(5)]
+    losses = [float(cell(x, t)[0].item()) for _ in range(5)]
     assert losses[-1] < losses[0] and not cell.overflow
     assert "FixedLossScaleManager" in repr(cell)
 

@@ -151,8 +151,12 @@ def test_gm_errors():
     y = (w * 2).sum()
     with pytest.raises(RuntimeError, match="not recording"):
         gm.backward(y)
-    with gm, pytest.raises(RuntimeError, match="pass dy"):
-        gm.backward(w * 2)
+    with gm:
+        gm.backward(w * 2)                    # MegEngine: a non-scalar y is seeded with ones
+    np.testing.assert_array_equal(w.grad.numpy(), [2.0, 2.0])
+    w.grad = None
+    with pytest.raises(RuntimeError, match="pass dy"):
+        (w * 2).backward()                    # Tensor.backward keeps PyTorch's rule
     with gm, pytest.raises(ValueError, match="dy has shape"):
         gm.backward(w * 2, mg.ones(3))
     with gm:

@@ -34,6 +34,9 @@ from .advisor import PolicyAdvice, suggest_policy
 from .debug import AmpOverflowError, AmpOverflowWarning, OverflowReport, debug_overflow
 from .telemetry import GradStats, grad_stats, plot_scaler, scaler_summary
 from .trace import Trace, trace
+from .mindspore import (DynamicLossScaler, StaticLossScaler, all_finite, auto_mixed_precision,
+                        custom_mixed_precision, get_black_list, get_white_list)
+from .megengine import convert_module_format, convert_tensor_format, tensor_format
 
 __all__ = [
     "DynamicLossScaleManager",
@@ -66,6 +69,18 @@ __all__ = [
     "low_prec_dtype",
     "policy",
     "set_autocast_enabled",
+    # MindSpore (amp/mindspore.py)
+    "DynamicLossScaler",
+    "StaticLossScaler",
+    "all_finite",
+    "auto_mixed_precision",
+    "custom_mixed_precision",
+    "get_black_list",
+    "get_white_list",
+    # MegEngine (amp/megengine.py)
+    "convert_module_format",
+    "convert_tensor_format",
+    "tensor_format",
 ]
 
 

@@ -1,18 +1,20 @@
 """MindSpore/Apex optimisation levels: ``build_train_network`` and the loss-scale managers.
 
 ``build_train_network(network, optimizer, loss_fn=None, level)`` returns a one-step training
-cell (``nn.TrainOneStepWithLossScaleCell``): ``loss = step(data, label)`` runs the forward, the
-loss, the scaled backward, the overflow check, the update (skipped on overflow when the manager
-drops overflowed updates) and the scale update. Levels (AMP_REFERENCE section 2):
+cell, as MindSpore does: with loss scaling an ``nn.TrainOneStepWithLossScaleCell``
+(``loss, overflow, scale = step(data, label)``), without (O0/O3 by default) an
+``nn.TrainOneStepCell`` (``loss = step(data, label)``). A step runs the forward, the loss, the
+scaled backward, the overflow check, the update (skipped on overflow) and the scale update.
+Levels (AMP_REFERENCE section 2):
 
 ====== ============================================ ================ =========================
 level  network                                      weights          loss scaling (default)
 ====== ============================================ ================ =========================
-O0     float32                                      float32          none (scale 1, no skip)
+O0     float32                                      float32          none (scale 1)
 O1     float32 under ``autocast`` (op policy table) float32          DynamicLossScaleManager
 O2     float16 (``to_float``), BatchNorm float32    fp16 + fp32      DynamicLossScaleManager
                                                     master copies
-O3     float16 everywhere, BatchNorm too            fp16 + fp32      none (scale 1, no skip)
+O3     float16 everywhere, BatchNorm too            fp16 + fp32      none (scale 1)
                                                     master copies
 auto   O2 when the model is on a GPU, else O1
 ====== ============================================ ================ =========================
@@ -26,7 +28,10 @@ The managers are thin MindSpore-named fronts over ``GradScaler``: ``DynamicLossS
 is ``GradScaler(init_loss_scale, scale_factor, 1/scale_factor, scale_window, min_scale=1)``
 (``scale = max(scale / factor, 1)`` on overflow, ``scale *= factor`` after ``scale_window`` clean
 steps), ``FixedLossScaleManager`` a ``StaticGradScaler``. The overflow check, the skip (params
-and optimizer state unchanged) and the telemetry are the scaler's.
+and optimizer state unchanged) and the telemetry are the scaler's. Where MindSpore applies an
+overflowed update anyway (``FixedLossScaleManager(drop_overflow_update=False)``, and the plain
+``TrainOneStepCell`` of O0/O3), minigrad raises ``FloatingPointError`` with the parameters
+unchanged instead of writing inf/NaN weights (invariant 9).
 """
 
 from __future__ import annotations
@@ -36,8 +41,8 @@ import math
 import numpy as np
 
 from .. import _backend as B
-from .._backend.dtypes import float16, float32, is_floating
-from ..nn.cells import TrainOneStepWithLossScaleCell, WithLossCell
+from .._backend.dtypes import bfloat16, float16, float32, is_floating, normalize_dtype
+from ..nn.cells import TrainOneStepCell, TrainOneStepWithLossScaleCell, WithLossCell
 from ..nn.module import Module
 from ..nn.norm import BatchNorm1d, BatchNorm2d
 from ..tensor import Tensor
@@ -46,10 +51,32 @@ from .autocast import autocast
 from .grad_scaler import GradScaler, StaticGradScaler
 from .master_weights import MasterWeightOptimizer, master_weights
 
-__all__ = ["DynamicLossScaleManager", "FixedLossScaleManager", "LossScaleManager",
-           "build_train_network"]
+__all__ = ["DynamicLossScaleManager", "DynamicLossScaleUpdateCell", "FixedLossScaleManager",
+           "FixedLossScaleUpdateCell", "LossScaleManager", "build_train_network", "feed_overflow"]
 
 _BN = (BatchNorm1d, BatchNorm2d)
+
+
+def _number(value, what: str) -> float:
+    """A finite positive float from a number or a one-element Tensor."""
+    v = float(value.numpy().reshape(-1)[0]) if isinstance(value, Tensor) else float(value)
+    if not v > 0 or not math.isfinite(v):
+        raise ValueError(f"{what} must be finite and > 0, got {v}")
+    return v
+
+
+def feed_overflow(scaler: GradScaler, overflow: bool) -> None:
+    """End one iteration of ``scaler`` that did (not) overflow, by the scaler's own update rule.
+
+    MindSpore reports the overflow flag itself (``update_loss_scale(overflow)``,
+    ``DynamicLossScaler.adjust(grads_finite)``); ``GradScaler`` learns it from the gradients it
+    unscales. So the flag goes in through the public API: ``unscale`` of a one-element probe
+    whose gradient is inf (overflow) or 0, then ``update()``.
+    """
+    probe = Tensor._make(np.zeros(1, np.float32), False, None, 0)
+    probe.grad = Tensor._make(np.full(1, np.inf if overflow else 0.0, np.float32), False, None, 0)
+    scaler.unscale([probe])
+    scaler.update()
 
 
 class LossScaleManager:
@@ -68,8 +95,11 @@ class LossScaleManager:
 
     def update_loss_scale(self, overflow: bool) -> None:
         """Apply the update rule for one iteration that did (not) overflow (MindSpore API)."""
-        self.scaler._free_found.append(bool(overflow))
-        self.scaler.update()
+        feed_overflow(self.scaler, bool(overflow))
+
+    def get_update_cell(self):
+        """MindSpore: the cell that updates the scale (None when nothing is checked)."""
+        raise NotImplementedError
 
     def train_step(self, forward, optimizer, sens=None):
         """Run ``forward()`` (returning the loss), scaled backward, check, update.
@@ -78,40 +108,43 @@ class LossScaleManager:
             forward: a callable returning the loss Tensor.
             optimizer: the optimizer to step.
             sens: a scale to use for this step instead of the manager's (MindSpore's per-call
-                ``scaling_sens``); the manager's own scale is still updated by its rule.
+                ``scaling_sens``); the step then runs on a ``StaticGradScaler(sens)`` and its
+                overflow flag still drives the manager's own rule.
 
         Returns:
             ``(loss, overflow)``.
+
+        Raises:
+            FloatingPointError: the gradients overflowed and ``drop_overflow_update`` is False.
+                MindSpore would write the inf/NaN into the weights; minigrad leaves parameters
+                and optimizer state unchanged and refuses (invariant 9).
         """
-        scaler = self.scaler
-        saved = None
-        if sens is not None:
-            s = float(sens.numpy().reshape(-1)[0]) if isinstance(sens, Tensor) else float(sens)
-            if not s > 0 or not math.isfinite(s):
-                raise ValueError(f"train step: scaling_sens must be finite and > 0, got {s}")
-            saved, scaler._scale = scaler._scale, s
-        try:
-            loss = forward()
-            if not isinstance(loss, Tensor) or loss.size != 1:
-                what = f"shape {loss.shape}" if isinstance(loss, Tensor) else type(loss).__name__
-                raise TypeError(f"train step: the network must return the loss (a one-element "
-                                f"Tensor), got {what}; wrap the model with nn.WithLossCell(net, "
-                                "loss_fn) or pass loss_fn to build_train_network")
-            # A too-high scale overflowing in float16 is expected and handled (the step is
-            # skipped, the scale backs off): no NumPy RuntimeWarning for it.
-            with np.errstate(over="ignore", invalid="ignore"):
-                scaler.scale(loss).backward()
-            if self.drop_overflow_update:
-                scaler.step(optimizer)    # skipped on inf/NaN: params and state unchanged
-            else:
-                scaler.unscale_(optimizer)
-                optimizer.step()          # applied even when it overflowed (MindSpore semantics)
-        finally:
-            if saved is not None:
-                scaler._scale = saved
+        scaler = self.scaler if sens is None else StaticGradScaler(
+            _number(sens, "train step: scaling_sens"))
+        loss = forward()
+        if not isinstance(loss, Tensor) or loss.size != 1:
+            what = f"shape {loss.shape}" if isinstance(loss, Tensor) else type(loss).__name__
+            raise TypeError(f"train step: the network must return the loss (a one-element "
+                            f"Tensor), got {what}; wrap the model with nn.WithLossCell(net, "
+                            "loss_fn) or pass loss_fn to build_train_network")
+        # A too-high scale overflowing in float16 is expected and handled (the step is
+        # skipped, the scale backs off): no NumPy RuntimeWarning for it.
+        with np.errstate(over="ignore", invalid="ignore"):
+            scaler.scale(loss).backward()
+        scaler.step(optimizer)            # skipped on inf/NaN: params and state unchanged
         scaler.update()
         optimizer.zero_grad()
-        return loss, scaler.last_step_skipped
+        overflow = scaler.last_step_skipped
+        if scaler is not self.scaler:
+            feed_overflow(self.scaler, overflow)
+        if overflow and not self.drop_overflow_update:
+            raise FloatingPointError(
+                f"{type(self).__name__}(drop_overflow_update=False): this step's gradients "
+                f"contain inf/NaN (loss {float(loss.numpy().reshape(-1)[0]):g}, scale "
+                f"{scaler.get_scale():g}). MindSpore would write them into the weights; minigrad "
+                "refuses and left the parameters and optimizer state unchanged. Use "
+                "drop_overflow_update=True to skip such steps, or a DynamicLossScaleManager")
+        return loss, overflow
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(loss_scale={self.get_loss_scale():g}, "
@@ -130,17 +163,22 @@ class DynamicLossScaleManager(LossScaleManager):
 
     def __init__(self, init_loss_scale: float = 2.0 ** 24, scale_factor: float = 2,
                  scale_window: int = 2000):
+        name = type(self).__name__
         if scale_factor <= 1:
-            raise ValueError(f"DynamicLossScaleManager: scale_factor must be > 1, got "
-                             f"{scale_factor}")
+            raise ValueError(f"{name}: scale_factor must be > 1, got {scale_factor}")
         if scale_window < 1:
-            raise ValueError(f"DynamicLossScaleManager: scale_window must be >= 1, got "
-                             f"{scale_window}")
+            raise ValueError(f"{name}: scale_window must be >= 1, got {scale_window}")
         self.scale_factor = scale_factor
         self.scale_window = int(scale_window)
-        self.scaler = GradScaler(init_scale=init_loss_scale, growth_factor=scale_factor,
-                                 backoff_factor=1.0 / scale_factor,
+        self.scaler = GradScaler(init_scale=_number(init_loss_scale, f"{name}: loss scale"),
+                                 growth_factor=scale_factor, backoff_factor=1.0 / scale_factor,
                                  growth_interval=int(scale_window), min_scale=1.0)
+
+    def get_update_cell(self) -> "DynamicLossScaleUpdateCell":
+        """A ``DynamicLossScaleUpdateCell`` sharing this manager's scale and counter."""
+        cell = DynamicLossScaleUpdateCell.__new__(DynamicLossScaleUpdateCell)
+        cell.__dict__.update(self.__dict__)
+        return cell
 
 
 class FixedLossScaleManager(LossScaleManager):
@@ -148,12 +186,54 @@ class FixedLossScaleManager(LossScaleManager):
 
     Args:
         loss_scale: the scale (never changes).
-        drop_overflow_update: skip updates whose gradients overflowed (else apply them).
+        drop_overflow_update: True skips updates whose gradients overflowed; False (MindSpore:
+            apply them anyway) raises ``FloatingPointError`` instead of writing inf/NaN weights.
     """
 
     def __init__(self, loss_scale: float = 128.0, drop_overflow_update: bool = True):
-        self.scaler = StaticGradScaler(float(loss_scale))
+        self.scaler = StaticGradScaler(_number(loss_scale, f"{type(self).__name__}: loss scale"))
         self.drop_overflow_update = bool(drop_overflow_update)
+
+    def get_update_cell(self):
+        """``FixedLossScaleUpdateCell`` when overflowed updates are dropped, else None (MindSpore
+        then builds a plain ``TrainOneStepCell``)."""
+        if not self.drop_overflow_update:
+            return None
+        cell = FixedLossScaleUpdateCell.__new__(FixedLossScaleUpdateCell)
+        cell.__dict__.update(self.__dict__)
+        return cell
+
+
+class _UpdateCell:
+    """MindSpore's update cells: ``cell(loss_scale, overflow)`` applies the rule for one step
+    (writing the new scale into the ``loss_scale`` Tensor when one is given) and returns
+    ``overflow``. They are managers too, so ``TrainOneStepWithLossScaleCell(scale_sense=cell)``
+    works as in MindSpore."""
+
+    def __call__(self, loss_scale=None, overflow=False):
+        flag = bool(overflow.item()) if isinstance(overflow, Tensor) else bool(overflow)
+        self.update_loss_scale(flag)
+        if isinstance(loss_scale, Tensor):
+            loss_scale.data[...] = self.get_loss_scale()
+            loss_scale._version += 1
+        return overflow
+
+    def get_update_cell(self):
+        return self
+
+
+class DynamicLossScaleUpdateCell(_UpdateCell, DynamicLossScaleManager):
+    """MindSpore ``nn.DynamicLossScaleUpdateCell(loss_scale_value, scale_factor, scale_window)``."""
+
+    def __init__(self, loss_scale_value, scale_factor, scale_window):
+        super().__init__(loss_scale_value, scale_factor, scale_window)
+
+
+class FixedLossScaleUpdateCell(_UpdateCell, FixedLossScaleManager):
+    """MindSpore ``nn.FixedLossScaleUpdateCell(loss_scale_value)``: the scale never changes."""
+
+    def __init__(self, loss_scale_value):
+        super().__init__(loss_scale_value, drop_overflow_update=True)
 
 
 def _as_manager(scale_sense) -> LossScaleManager:
@@ -162,10 +242,8 @@ def _as_manager(scale_sense) -> LossScaleManager:
         return FixedLossScaleManager(1.0, drop_overflow_update=True)
     if isinstance(scale_sense, LossScaleManager):
         return scale_sense
-    if isinstance(scale_sense, Tensor):
-        return FixedLossScaleManager(float(scale_sense.numpy().reshape(-1)[0]), True)
-    if isinstance(scale_sense, (int, float)):
-        return FixedLossScaleManager(float(scale_sense), True)
+    if isinstance(scale_sense, (Tensor, int, float)):
+        return FixedLossScaleManager(scale_sense, True)
     raise TypeError(f"scale_sense must be None, a Tensor, a number or a loss-scale manager, "
                     f"got {type(scale_sense).__name__}")
 
@@ -181,12 +259,13 @@ def _with_masters(optimizer):
 
 # ---------------------------------------------------------------------------- O-levels
 _LEVELS = {
-    # level: (cast model to float16, keep BatchNorm float32, autocast, default manager)
-    "O0": (False, False, False, lambda: FixedLossScaleManager(1.0, False)),
-    "O1": (False, False, True, DynamicLossScaleManager),
-    "O2": (True, True, False, DynamicLossScaleManager),
-    "O3": (True, False, False, lambda: FixedLossScaleManager(1.0, False)),
+    # level: (model cast dtype, keep BatchNorm float32, autocast, default manager)
+    "O0": (float32, False, False, None),
+    "O1": (float32, False, True, DynamicLossScaleManager),
+    "O2": (float16, True, False, DynamicLossScaleManager),
+    "O3": (float16, False, False, None),
 }
+_BOOST_LEVELS = ("O0", "O1", "O2")
 
 
 def _resolve_level(level, network) -> str:
@@ -225,27 +304,34 @@ def _cast_model(backbone: Module, dtype, keep_batchnorm_fp32: bool) -> dict:
     return before
 
 
-def build_train_network(network, optimizer, loss_fn=None, level="O0", *,
-                        keep_batchnorm_fp32=None, loss_scale_manager=None):
+def build_train_network(network, optimizer, loss_fn=None, level="O0", boost_level="O0", *,
+                        cast_model_type=None, keep_batchnorm_fp32=None, loss_scale_manager=None):
     """Build a one-step training cell at a MindSpore/Apex optimisation level.
 
     Args:
         network: the model, or a ``WithLossCell`` (or any module returning the loss) when
             ``loss_fn`` is None.
-        optimizer: an optimizer over the model's parameters (created before this call; at
-            O2/O3 it is wrapped with fp32 master weights).
+        optimizer: an optimizer over the model's parameters (created before this call; when the
+            model is cast it is wrapped with fp32 master weights).
         loss_fn: loss module or function ``loss_fn(output, label)``; None when ``network``
             already returns the loss.
         level: ``"O0"``, ``"O1"``, ``"O2"``, ``"O3"`` or ``"auto"`` (see the module docstring).
-        keep_batchnorm_fp32: override the level's choice of BatchNorm precision (O2/O3).
+        boost_level: MindSpore's ``"O0"``/``"O1"``/``"O2"`` boost modes (Ascend training
+            tricks); accepted and validated, a documented no-op in minigrad.
+        cast_model_type: ``float16``/``bfloat16`` casts the model to it, ``float32`` keeps it;
+            None uses the level's choice.
+        keep_batchnorm_fp32: override the level's choice of BatchNorm precision.
         loss_scale_manager: a ``DynamicLossScaleManager``/``FixedLossScaleManager`` instead of
             the level's default.
 
     Returns:
-        An ``nn.TrainOneStepWithLossScaleCell``: ``loss = step(*inputs, label)`` (an extra
-        trailing ``scaling_sens`` Tensor sets this step's scale); ``step.overflow`` tells whether
-        the last step overflowed, ``step.loss_scale`` is the current scale, ``step.optimizer``
-        the (possibly master-weight) optimizer.
+        As in MindSpore: when the manager has an update cell (a ``DynamicLossScaleManager``, or
+        a ``FixedLossScaleManager`` dropping overflowed updates) an
+        ``nn.TrainOneStepWithLossScaleCell`` whose call returns ``(loss, overflow, scale)``;
+        otherwise (O0/O3 by default) an ``nn.TrainOneStepCell`` whose call returns the loss.
+        An extra trailing Tensor in the call is that step's ``scaling_sens``; ``step.overflow``
+        tells whether the last step overflowed, ``step.loss_scale`` is the current scale and
+        ``step.optimizer`` the (possibly master-weight) optimizer.
 
     Example:
         >>> import minigrad as mg, minigrad.nn as nn
@@ -254,12 +340,20 @@ def build_train_network(network, optimizer, loss_fn=None, level="O0", *,
         >>> net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
         >>> step = amp.build_train_network(net, SGD(net.parameters(), lr=0.1), nn.MSELoss(),
         ...                                level="O2")
-        >>> loss = step(mg.ones(2, 4), mg.zeros(2, 1))   # 2**24 * grad overflows float16
-        >>> str(net[0].weight.dtype), str(loss.dtype), step.overflow, step.loss_scale
+        >>> loss, overflow, scale = step(mg.ones(2, 4), mg.zeros(2, 1))  # 2**24 overflows fp16
+        >>> str(net[0].weight.dtype), str(loss.dtype), bool(overflow), float(scale)
         ('float16', 'float32', True, 8388608.0)
     """
     level = _resolve_level(level, network)
+    if boost_level not in _BOOST_LEVELS:
+        raise ValueError(f"build_train_network: boost_level must be one of {_BOOST_LEVELS}, got "
+                         f"{boost_level!r}")
     cast, keep_bn, use_autocast, default_manager = _LEVELS[level]
+    if cast_model_type is not None:
+        cast = normalize_dtype(cast_model_type)
+        if cast not in (float16, bfloat16, float32):
+            raise ValueError(f"build_train_network: cast_model_type must be float16, bfloat16 "
+                             f"or float32, got {cast}")
     if keep_batchnorm_fp32 is not None:
         keep_bn = bool(keep_batchnorm_fp32)
     if loss_fn is not None:
@@ -269,15 +363,21 @@ def build_train_network(network, optimizer, loss_fn=None, level="O0", *,
         backbone, net_with_loss = network.backbone, network
     else:
         backbone = net_with_loss = network
-    if cast:
-        before = _cast_model(backbone, float16, keep_bn)
-        backbone.to_float(float16)
+    if cast != float32:
+        before = _cast_model(backbone, cast, keep_bn)
+        backbone.to_float(cast)
         if net_with_loss is not backbone:
-            # The loss cell computes in float32; the backbone's explicit float16 wins inside it.
+            # The loss cell computes in float32; the backbone's explicit setting wins inside it.
             net_with_loss.to_float(float32)
         optimizer = master_weights(optimizer, fp32_values=before)
-    manager = loss_scale_manager if loss_scale_manager is not None else default_manager()
-    step = TrainOneStepWithLossScaleCell(net_with_loss, optimizer, scale_sense=manager)
+    manager = loss_scale_manager
+    if manager is None and default_manager is not None:
+        manager = default_manager()
+    if manager is not None and manager.get_update_cell() is not None:
+        step = TrainOneStepWithLossScaleCell(net_with_loss, optimizer, scale_sense=manager)
+    else:
+        sens = manager.get_loss_scale() if manager is not None else 1.0
+        step = TrainOneStepCell(net_with_loss, optimizer, sens=sens)
     if use_autocast:
         step.autocast = autocast(dtype=float16)
     step.level = level

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ..tensor import Tensor
+import weakref
+
+from ..tensor import Tensor, ones_like
 from .engine import _as_list, default_grad, run_backward
 
 __all__ = ["GradManager"]
@@ -25,13 +27,18 @@ class GradManager:
     ``gm.backward(y, dy)`` differentiates ``y`` with respect to the attached tensors only,
     accumulates into their ``.grad``, calls each attach callback as ``callback(param, grad)``
     (a returned tensor replaces the gradient; this is where a distributed all-reduce hooks in)
-    and frees the graph.
+    and frees the graph. Like MegEngine's, ``gm.backward(y)`` of a non-scalar ``y`` seeds it
+    with ones (``Tensor.backward`` of a non-scalar raises, as PyTorch's does).
+
+    Attached tensors are held weakly (as MegEngine does): a tensor attached in one iteration and
+    dropped by the user is released, and ``attached_tensors()`` lists only live ones.
     """
 
     def __init__(self):
-        self._attached: list[Tensor] = []
-        self._index: dict[int, int] = {}
-        self._callbacks: dict[int, list] = {}
+        # id(tensor) -> (weak reference, callbacks); insertion order is attach order. A dead
+        # tensor's entry is removed by its weakref callback, which runs at deallocation, before
+        # its id can be reused.
+        self._attached: dict[int, tuple] = {}
         self._recording = False
 
     def attach(self, params, callbacks=None) -> "GradManager":
@@ -46,20 +53,21 @@ class GradManager:
             if not isinstance(p, Tensor):
                 raise TypeError(
                     f"GradManager.attach expects Tensors or Parameters, got {type(p).__name__}")
-            if id(p) not in self._index:
-                self._index[id(p)] = len(self._attached)
-                self._attached.append(p)
-                self._callbacks[id(p)] = []
+            entry = self._attached.get(id(p))
+            if entry is None:
+                entry = self._attached[id(p)] = (weakref.ref(p, _forget(self._attached, id(p))),
+                                                 [])
             p.requires_grad = True
-            self._callbacks[id(p)].extend(cbs)
+            entry[1].extend(cbs)
         return self
 
     def attached_tensors(self) -> list[Tensor]:
-        """The attached tensors, in attach order."""
-        return list(self._attached)
+        """The live attached tensors, in attach order."""
+        return [p for p in (ref() for ref, _ in list(self._attached.values())) if p is not None]
 
     def is_attached(self, t: Tensor) -> bool:
-        return id(t) in self._index
+        entry = self._attached.get(id(t))
+        return entry is not None and entry[0]() is t
 
     def record(self) -> None:
         """Start recording (``with gm:`` calls this)."""
@@ -84,7 +92,7 @@ class GradManager:
 
         Args:
             y: the value(s) to differentiate; None only ends recording.
-            dy: seed gradient(s), defaulting to ones for one-element ``y``.
+            dy: seed gradient(s), defaulting to ones of ``y``'s shape (MegEngine).
             retain_graph: keep the graph for another backward.
         """
         if not self._recording:
@@ -98,17 +106,30 @@ class GradManager:
         dys = _as_list(dy) if dy is not None else [None] * len(ys)
         if len(dys) != len(ys):
             raise ValueError(f"GradManager.backward: {len(ys)} values of y but {len(dys)} of dy")
-        dys = [default_grad(a, b, "GradManager.backward") for a, b in zip(ys, dys)]
+        dys = [ones_like(a) if b is None else default_grad(a, b, "GradManager.backward")
+               for a, b in zip(ys, dys)]
         try:
-            grads = run_backward(ys, dys, retain_graph=retain_graph, capture=self._attached,
+            attached = self.attached_tensors()
+            grads = run_backward(ys, dys, retain_graph=retain_graph, capture=attached,
                                  accumulate=False)
-            for p, g in zip(self._attached, grads):
+            for p, g in zip(attached, grads):
                 if g is None:
                     continue
-                for cb in self._callbacks[id(p)]:
+                for cb in self._attached[id(p)][1]:
                     out = cb(p, g)
                     if out is not None:
                         g = out
                 p.grad = g if p.grad is None else p.grad + g
         finally:
             self.release()
+
+
+def _forget(attached: dict, key: int):
+    """A weakref callback dropping ``attached[key]`` when its tensor dies (holds no ``gm``)."""
+
+    def forget(ref):
+        entry = attached.get(key)
+        if entry is not None and entry[0] is ref:
+            del attached[key]
+
+    return forget

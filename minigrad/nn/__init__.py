@@ -8,13 +8,13 @@ from ..tensor import Parameter
 from . import init, utils
 from .activation import GELU, LeakyReLU, PReLU, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .attention import MultiheadAttention
-from .cells import TrainOneStepWithLossScaleCell, WithLossCell
+from .cells import TrainOneStepCell, TrainOneStepWithLossScaleCell, WithLossCell
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .dropout import Dropout
 from .linear import Dense, Flatten, Identity, Linear
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss
-from .module import Module, RemovableHandle, current_module_path
+from .module import Cell, Module, RemovableHandle, current_module_path
 from .norm import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
@@ -30,6 +30,7 @@ __all__ = [
     "BCEWithLogitsLoss",
     "BatchNorm1d",
     "BatchNorm2d",
+    "Cell",
     "Conv1d",
     "Conv2d",
     "ConvTranspose2d",
@@ -62,6 +63,7 @@ __all__ = [
     "Sigmoid",
     "Softmax",
     "Tanh",
+    "TrainOneStepCell",
     "TrainOneStepWithLossScaleCell",
     "WithLossCell",
     "current_module_path",
@@ -77,4 +79,9 @@ def __getattr__(name):
         from .graph import Graph
 
         return Graph
+    if name in ("DynamicLossScaleUpdateCell", "FixedLossScaleUpdateCell"):
+        # MindSpore's cells over amp's loss-scale managers (amp sits above nn: imported on use)
+        from ..amp import o_levels
+
+        return getattr(o_levels, name)
     raise AttributeError(f"module 'minigrad.nn' has no attribute {name!r}")

@@ -1,10 +1,13 @@
-"""MindSpore's training cells: ``WithLossCell`` and ``TrainOneStepWithLossScaleCell``.
+"""MindSpore's training cells: ``WithLossCell``, ``TrainOneStepWithLossScaleCell`` and
+``TrainOneStepCell``.
 
 ``WithLossCell(net, loss_fn)`` is a module computing ``loss_fn(net(data), label)``.
 ``TrainOneStepWithLossScaleCell(net_with_loss, optimizer, scale_sense)`` is one training step as
-a module: ``loss = cell(data, label)`` runs the forward, scaled backward, overflow check and
-update. The loss-scaling itself is ``minigrad.amp``'s (a loss-scale manager over ``GradScaler``);
-amp sits above nn, so it is imported when a cell is built, never when nn is imported.
+a module: ``loss, overflow, scale = cell(data, label)`` runs the forward, scaled backward,
+overflow check and update. ``TrainOneStepCell(net_with_loss, optimizer, sens=1.0)`` is the same
+step with a fixed scale, returning only the loss. The loss-scaling itself is ``minigrad.amp``'s
+(a loss-scale manager over ``GradScaler``); amp sits above nn, so it is imported when a cell is
+built, never when nn is imported.
 """
 
 from __future__ import annotations
@@ -12,10 +15,12 @@ from __future__ import annotations
 import contextlib
 import inspect
 
+import numpy as np
+
 from ..tensor import Tensor
 from .module import Module
 
-__all__ = ["TrainOneStepWithLossScaleCell", "WithLossCell"]
+__all__ = ["TrainOneStepCell", "TrainOneStepWithLossScaleCell", "WithLossCell"]
 
 
 class WithLossCell(Module):
@@ -70,10 +75,11 @@ class TrainOneStepWithLossScaleCell(Module):
             or number (a fixed scale), or ``amp.DynamicLossScaleManager`` /
             ``amp.FixedLossScaleManager``.
 
-    Calling it: ``loss = cell(*inputs)``; one extra trailing Tensor beyond what ``network``
-    takes (or ``sens=``) is MindSpore's per-call ``scaling_sens``: that step runs with that
-    scale. ``cell.overflow`` says whether the last step overflowed, ``cell.loss_scale`` is the
-    manager's current scale.
+    Calling it: ``loss, overflow, scale = cell(*inputs)`` as in MindSpore: the float32 loss, a
+    bool Tensor (the step overflowed and was skipped) and a float32 Tensor (the scale now, or
+    the per-call ``scaling_sens``). One extra trailing Tensor beyond what ``network`` takes (or
+    ``sens=``) is that ``scaling_sens``: that step runs with that scale.
+    ``cell.overflow`` (a bool) and ``cell.loss_scale`` (a float) hold the same facts.
     """
 
     def __init__(self, network, optimizer, scale_sense=None):
@@ -103,9 +109,34 @@ class TrainOneStepWithLossScaleCell(Module):
             with ctx:
                 return self.network(*inputs)
 
-        loss, self.overflow = self.loss_scale_manager.train_step(run, self.optimizer, sens)
-        return loss
+        try:
+            loss, self.overflow = self.loss_scale_manager.train_step(run, self.optimizer, sens)
+        except FloatingPointError:
+            self.overflow = True   # refused an overflowed update (drop_overflow_update=False)
+            raise
+        scale = sens if sens is not None else self.loss_scale
+        scale = np.asarray(scale.numpy() if isinstance(scale, Tensor) else scale, np.float32)
+        return (loss, Tensor._make(np.asarray(self.overflow), False, None, 0),
+                Tensor._make(scale.reshape(()), False, None, 0))
 
     def extra_repr(self) -> str:
         level = f"level={self.level}, " if self.level else ""
         return f"{level}{self.loss_scale_manager!r}"
+
+
+class TrainOneStepCell(TrainOneStepWithLossScaleCell):
+    """MindSpore's ``nn.TrainOneStepCell``: one step with a fixed gradient scale ``sens``.
+
+    ``loss = cell(*inputs)``. MindSpore applies every update; an update whose gradients hold
+    inf/NaN raises ``FloatingPointError`` here instead, with parameters unchanged (a
+    ``FixedLossScaleManager(sens, drop_overflow_update=False)`` step).
+    """
+
+    def __init__(self, network, optimizer, sens: float = 1.0):
+        from ..amp.o_levels import FixedLossScaleManager  # amp sits above nn
+
+        super().__init__(network, optimizer,
+                         scale_sense=FixedLossScaleManager(sens, drop_overflow_update=False))
+
+    def forward(self, *inputs, sens=None):
+        return super().forward(*inputs, sens=sens)[0]

@@ -15,6 +15,17 @@ def _tuple(v, n):
     return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
 
 
+def _pad_mode(name, pad_mode, padding):
+    """MindSpore's ``pad_mode`` ("valid", "same", or "pad" with ``padding``) as ``padding``."""
+    if pad_mode is None or pad_mode == "pad":
+        return padding
+    if pad_mode not in ("valid", "same"):
+        raise ValueError(f"{name}: pad_mode must be 'valid', 'same' or 'pad', got {pad_mode!r}")
+    if padding not in (0, (0, 0), (0,)):
+        raise ValueError(f"{name}: padding={padding!r} needs pad_mode='pad' (MindSpore's rule)")
+    return pad_mode
+
+
 class _ConvNd(Module):
     _ndim = 2
     _transposed = False
@@ -91,7 +102,9 @@ class Conv1d(_ConvNd):
     _ndim = 1
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, groups: int = 1, bias: bool = True, device=None, dtype=None):
+                 dilation=1, groups: int = 1, bias: bool = True, device=None, dtype=None,
+                 pad_mode=None):
+        padding = _pad_mode("Conv1d", pad_mode, padding)
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, device=device, dtype=dtype)
 
@@ -108,10 +121,14 @@ class Conv2d(_ConvNd):
         kernel_size, stride, padding, dilation: an int or an ``(h, w)`` pair.
         groups: split channels into this many independent groups.
         bias: learn a per-output-channel bias.
+        pad_mode: MindSpore's spelling: ``"valid"`` (no padding), ``"same"`` or ``"pad"`` (use
+            ``padding``). Unlike MindSpore the default is PyTorch's (``padding=0``).
     """
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, groups: int = 1, bias: bool = True, device=None, dtype=None):
+                 dilation=1, groups: int = 1, bias: bool = True, device=None, dtype=None,
+                 pad_mode=None):
+        padding = _pad_mode("Conv2d", pad_mode, padding)
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, device=device, dtype=dtype)
 

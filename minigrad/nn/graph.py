@@ -27,6 +27,12 @@ recorded signature (the hook point is marked in the code).
 
 How ``loss.backward()`` gets scaled: while ``build`` runs, the graph installs its scaled
 backward in ``minigrad.tensor.backward_override``, which ``Tensor.backward`` defers to.
+
+OneFlow's graph scaler never lets the scale fall below 1 (AMP_REFERENCE section 2):
+``set_grad_scaler`` gives the scaler a floor of 1 (``min_scale``) if it has none.
+
+``graph.config`` accepts every option a OneFlow user sets (see ``GraphConfig``); each either does
+what it says or is a documented no-op of eager execution, never an AttributeError.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from .. import functional as F
 from .._backend.dtypes import bfloat16, float16, normalize_dtype
 from ..tensor import Tensor, backward_override
 from .module import Module
@@ -44,15 +51,18 @@ __all__ = ["Graph", "GraphConfig"]
 class _Run:
     """State of one ``Graph`` call: its scaler and whether ``build`` called backward."""
 
-    __slots__ = ("backward_called", "scaler")
+    __slots__ = ("backward_called", "scaler", "loss_factor")
 
-    def __init__(self, scaler):
+    def __init__(self, scaler, loss_factor=1.0):
         self.scaler = scaler
         self.backward_called = False
+        self.loss_factor = loss_factor   # 1 / gradient-accumulation steps
 
     def backward(self, loss, dy, retain_graph, create_graph):
         self.backward_called = True
         scaler = self.scaler
+        if self.loss_factor != 1.0:
+            loss = loss * self.loss_factor
         if scaler is None or not scaler.is_enabled():
             return loss._plain_backward(dy, retain_graph, create_graph)
         # float16 overflow under a too-high scale is expected and handled by the scaler (the
@@ -62,11 +72,25 @@ class _Run:
 
 
 class GraphConfig:
-    """``graph.config``: AMP settings of a ``Graph``."""
+    """``graph.config``: the options a OneFlow user sets on an ``nn.Graph``.
+
+    Acting in minigrad: ``enable_amp``, ``set_gradient_accumulation_steps``. Accepted, recorded
+    and documented no-ops of eager execution (the result is the same with or without them):
+    ``allow_fuse_add_to_output``, ``allow_fuse_model_update_ops``, ``allow_fuse_cast_scale``
+    (minigrad's unscale is already one fused multiply + check per dtype group),
+    ``enable_zero`` (one process holds the whole optimizer state: nothing to shard),
+    ``enable_cudnn_conv_heuristic_search_algo`` (the CPU conv path has no algorithm search).
+    """
 
     def __init__(self):
         self.amp_enabled = False
         self.amp_dtype = float16
+        self.gradient_accumulation_steps = 1
+        self.fuse_add_to_output = False
+        self.fuse_model_update_ops = False
+        self.fuse_cast_scale = False
+        self.zero = None                 # (stage, shard_min_size, shard_restore_level) or None
+        self.cudnn_conv_heuristic_search_algo = True
 
     def enable_amp(self, mode: bool = True, *, dtype=float16) -> None:
         """Run ``build`` under ``amp.autocast(dtype=dtype)`` (``"float16"`` or ``"bfloat16"``)."""
@@ -77,8 +101,70 @@ class GraphConfig:
         self.amp_enabled = bool(mode)
         self.amp_dtype = dtype
 
+    def set_gradient_accumulation_steps(self, value: int) -> None:
+        """Split each call's Tensor inputs into ``value`` micro-batches along dim 0, run
+        ``build`` on each (gradients accumulate, each backward scaled by ``1/value`` so a mean
+        loss gives the full batch's gradient) and step the optimizers once. The call returns
+        the micro-batch outputs joined: batched Tensors concatenated along dim 0, 0-d Tensors
+        (a loss) averaged."""
+        if int(value) != value or value < 1:
+            raise ValueError(f"Graph.config.set_gradient_accumulation_steps: expected an int "
+                             f">= 1, got {value!r}")
+        self.gradient_accumulation_steps = int(value)
+
+    def allow_fuse_add_to_output(self, mode: bool = True) -> None:
+        """Accepted no-op (eager execution fuses nothing; results are the same)."""
+        self.fuse_add_to_output = bool(mode)
+
+    def allow_fuse_model_update_ops(self, mode: bool = True) -> None:
+        """Accepted no-op (each optimizer updates its parameters in one pass already)."""
+        self.fuse_model_update_ops = bool(mode)
+
+    def allow_fuse_cast_scale(self, mode: bool = True) -> None:
+        """Accepted no-op (the unscale is already one fused multiply + inf/NaN check)."""
+        self.fuse_cast_scale = bool(mode)
+
+    def enable_zero(self, mode: bool = True, *, stage: int = 1, shard_min_size: int = 1024,
+                    shard_restore_level: int = 1) -> None:
+        """Accepted no-op: ZeRO shards optimizer state across ranks, and a Graph runs in one
+        process (use ``minigrad.distributed`` for data-parallel training)."""
+        if stage not in (1, 2, 3):
+            raise ValueError(f"Graph.config.enable_zero: stage must be 1, 2 or 3, got {stage!r}")
+        self.zero = (stage, shard_min_size, shard_restore_level) if mode else None
+
+    def enable_cudnn_conv_heuristic_search_algo(self, mode: bool = True) -> None:
+        """Accepted no-op (no convolution algorithm search on minigrad's paths)."""
+        self.cudnn_conv_heuristic_search_algo = bool(mode)
+
     def __repr__(self) -> str:
-        return f"GraphConfig(amp={self.amp_enabled}, dtype={self.amp_dtype})"
+        extra = (f", gradient_accumulation_steps={self.gradient_accumulation_steps}"
+                 if self.gradient_accumulation_steps > 1 else "")
+        return f"GraphConfig(amp={self.amp_enabled}, dtype={self.amp_dtype}{extra})"
+
+
+def _micro_batches(args, n):
+    """Split every Tensor argument into ``n`` equal parts along dim 0 (others are repeated)."""
+    for a in args:
+        if isinstance(a, Tensor) and (a.ndim == 0 or a.shape[0] % n):
+            raise ValueError(f"Graph: gradient accumulation over {n} steps needs every Tensor "
+                             f"input's dim 0 divisible by {n}, got shape {a.shape}")
+    return [tuple(a[i * (a.shape[0] // n):(i + 1) * (a.shape[0] // n)]
+                  if isinstance(a, Tensor) else a for a in args) for i in range(n)]
+
+
+def _join(outs):
+    """Micro-batch outputs as one: batched Tensors concatenated, 0-d Tensors averaged."""
+    first = outs[0]
+    if isinstance(first, Tensor):
+        if first.ndim == 0:
+            total = outs[0]
+            for o in outs[1:]:
+                total = total + o
+            return total * (1.0 / len(outs))
+        return F.concat(list(outs), 0)
+    if isinstance(first, (tuple, list)):
+        return type(first)(_join(list(parts)) for parts in zip(*outs))
+    return outs[-1]
 
 
 class Graph:
@@ -121,10 +207,16 @@ class Graph:
     def set_grad_scaler(self, grad_scaler) -> None:
         """Scale ``loss.backward()`` inside ``build`` with ``grad_scaler`` (``amp.GradScaler``
         or ``amp.StaticGradScaler``) and skip steps whose gradients overflow."""
-        for meth in ("scale", "step", "update", "is_enabled"):
+        for meth in ("scale", "step", "update", "is_enabled", "state_dict"):
             if not hasattr(grad_scaler, meth):
                 raise TypeError(f"Graph.set_grad_scaler: expected amp.GradScaler or "
                                 f"amp.StaticGradScaler, got {type(grad_scaler).__name__}")
+        # OneFlow's graph scale never falls below 1: give the scaler that floor (through its
+        # checkpoint API) unless it already has one.
+        state = grad_scaler.state_dict()
+        if state and state.get("min_scale") is None:
+            state["min_scale"] = 1.0
+            grad_scaler.load_state_dict(state)
         self.__dict__["_grad_scaler"] = grad_scaler
 
     @property
@@ -164,21 +256,27 @@ class Graph:
         # of a signature seen in self._signatures have static shapes, so a GPU backend can
         # capture this body (after one eager warm-up call) and replay it.
         scaler = self._grad_scaler if self.training else None
-        run = _Run(scaler)
+        n = self.config.gradient_accumulation_steps
+        run = _Run(scaler, 1.0 / n)
         override_token = backward_override.set(run.backward)
         try:
-            if self.config.amp_enabled:
-                from ..amp import autocast  # amp sits above nn: imported on use
-
-                with autocast(dtype=self.config.amp_dtype):
-                    out = self.build(*args, **kwargs)
+            if n == 1:
+                out = self._build(args, kwargs)
             else:
-                out = self.build(*args, **kwargs)
+                out = _join([self._build(a, kwargs) for a in _micro_batches(args, n)])
         finally:
             backward_override.reset(override_token)
         if self.training and run.backward_called:
             self._update(scaler)
         return out
+
+    def _build(self, args, kwargs):
+        if self.config.amp_enabled:
+            from ..amp import autocast  # amp sits above nn: imported on use
+
+            with autocast(dtype=self.config.amp_dtype):
+                return self.build(*args, **kwargs)
+        return self.build(*args, **kwargs)
 
     def _update(self, scaler) -> None:
         if scaler is not None and scaler.is_enabled():

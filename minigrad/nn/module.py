@@ -19,7 +19,7 @@ from .._backend.dtypes import bfloat16, float16, float32, is_floating, normalize
 from ..autodiff.function import dispatch_policy
 from ..tensor import Parameter, Tensor
 
-__all__ = ["IncompatibleKeys", "Module", "RemovableHandle", "current_module_path"]
+__all__ = ["Cell", "IncompatibleKeys", "Module", "RemovableHandle", "current_module_path"]
 
 # The path of module names from the root to the module whose forward is running, e.g.
 # ("", "layer1", "0", "conv1"). Roots are named "". Read by minigrad.amp's debugging tools.
@@ -66,7 +66,8 @@ class Module:
     """Base class for all layers and models.
 
     Subclasses call ``super().__init__()`` first, assign Parameters, sub-Modules and buffers
-    (``register_buffer``) as attributes, and implement ``forward``.
+    (``register_buffer``) as attributes, and implement ``forward`` (or MindSpore's
+    ``construct``: ``nn.Cell`` is this class, and a ``construct`` method is the forward).
 
     Example:
         >>> import minigrad.nn as nn
@@ -200,6 +201,10 @@ class Module:
 
     # ------------------------------------------------------------------ calling
     def forward(self, *args, **kwargs):
+        # MindSpore's Cell writes the computation in ``construct``: calling it is the forward.
+        construct = getattr(type(self), "construct", None)
+        if construct is not None:
+            return construct(self, *args, **kwargs)
         raise NotImplementedError(f"{type(self).__name__} does not implement forward()")
 
     def __call__(self, *args, **kwargs):
@@ -393,6 +398,14 @@ class Module:
         """Set evaluation mode (``train(False)``)."""
         return self.train(False)
 
+    def set_train(self, mode: bool = True) -> Module:
+        """MindSpore's spelling of ``train(mode)``."""
+        return self.train(mode)
+
+    def trainable_params(self, recurse: bool = True) -> list:
+        """MindSpore: the parameters that require grad, as a list."""
+        return [p for p in self.parameters(recurse) if p.requires_grad]
+
     def requires_grad_(self, flag: bool = True) -> Module:
         for p in self.parameters():
             p.requires_grad_(flag)
@@ -545,3 +558,6 @@ class Module:
             return f"{type(self).__name__}({extra})"
         body = "\n  ".join(([extra] if extra else []) + lines)
         return f"{type(self).__name__}(\n  {body}\n)"
+
+
+Cell = Module  # MindSpore's name; its ``construct`` is the forward

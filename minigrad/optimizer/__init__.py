@@ -14,8 +14,9 @@ Example:
 from . import lr_scheduler
 from .adam import Adam, AdamW
 from .clip import clip_grad_norm, clip_grad_value
+from .momentum import Momentum
 from .optimizer import Optimizer
 from .sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "clip_grad_norm", "clip_grad_value",
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Momentum", "clip_grad_norm", "clip_grad_value",
            "lr_scheduler"]
