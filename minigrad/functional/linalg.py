@@ -23,6 +23,7 @@ __all__ = ["bmm", "dot", "einsum", "linear", "matmul"]
 
 class MatMul(Function):
     name = "matmul"
+    promote = "same"  # PyTorch refuses mixed dtypes (outside autocast)
 
     def forward(self, a, b):
         if a.ndim == 0 or b.ndim == 0:
@@ -66,6 +67,7 @@ class MatMul(Function):
 
 class Bmm(Function):
     name = "bmm"
+    promote = "same"  # PyTorch refuses mixed dtypes (outside autocast)
 
     def forward(self, a, b):
         if a.ndim != 3 or b.ndim != 3:
@@ -86,6 +88,7 @@ class Bmm(Function):
 
 class Linear(Function):
     name = "linear"
+    promote = "same"  # PyTorch refuses mixed dtypes (outside autocast)
 
     def forward(self, x, weight, bias):
         if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
@@ -126,6 +129,7 @@ class Linear(Function):
 
 class Dot(Function):
     name = "dot"
+    promote = "same"  # PyTorch refuses mixed dtypes (outside autocast)
 
     def forward(self, a, b):
         if a.ndim != 1 or b.ndim != 1 or a.shape != b.shape:
