@@ -210,9 +210,9 @@ class Function:
             # they may differ (int64 * float32 -> float64), redo the op on promoted inputs.
             od = out.dtype
             x = inputs[0]
-            if isinstance(x, Tensor) and x.data.dtype is od:
-                pass
-            elif not [x for x in inputs if isinstance(x, Tensor) and x.data.dtype is od]:
+            if not (isinstance(x, Tensor) and x.data.dtype is od or [
+                    x for x in inputs if isinstance(x, Tensor) and x.data.dtype is od]) or (
+                    promote == "float" and od not in _FLOATS):
                 promoted = _promote(cls, inputs)
                 if promoted is not inputs:
                     return cls.apply(*promoted, **attrs)

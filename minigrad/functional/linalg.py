@@ -16,7 +16,7 @@ from .._backend import get_array_module, kernels
 from .._backend.dtypes import float32, is_low_precision, widest_float
 from ..autodiff.function import Function
 from ..tensor import Tensor
-from ._utils import const, fast_backward, op_error, sum_to_shape
+from ._utils import broadcast_shape, const, fast_backward, op_error, sum_to_shape
 
 __all__ = ["bmm", "dot", "einsum", "linear", "matmul"]
 
@@ -34,7 +34,13 @@ class MatMul(Function):
                 f"matmul: inner dimensions differ: a {a.shape} ({a.dtype}) @ b {b.shape} "
                 f"({b.dtype}); a.shape[-1] must equal b.shape[-2]")
         self.save_for_backward(a, b)
-        return kernels.matmul(a, b)
+        try:
+            return kernels.matmul(a, b)
+        except ValueError:
+            if a.ndim > 2 and b.ndim > 2:  # name the batch dimensions, not NumPy's remap
+                broadcast_shape(f"matmul (batch dimensions of a {a.shape} and b {b.shape})",
+                                a.shape[:-2], b.shape[:-2])
+            raise
 
     def backward(self, gy):
         a, b = self.saved_tensors
