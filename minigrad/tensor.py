@@ -335,8 +335,8 @@ class Tensor:
                              "the tensor's shape)")
 
     def add_(self, other, alpha=1.0) -> "Tensor":
-        if alpha != 1.0:
-            other = (other.data if isinstance(other, Tensor) else other) * alpha
+        if alpha != 1.0:  # through mul, so the operand's dtype and grad rules still apply
+            other = F.mul(other, alpha) if isinstance(other, Tensor) else other * alpha
         return self._binary_inplace(other, B.get_array_module(self.data).add, "add_")
 
     def sub_(self, other) -> "Tensor":

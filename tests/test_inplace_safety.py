@@ -224,3 +224,11 @@ def test_string_data_is_refused():
         mg.tensor(np.array(["a"]))
     with pytest.raises(TypeError, match="unsupported dtype"):
         mg.tensor(["a", "b"])
+
+
+def test_add_alpha_keeps_the_operand_rules():
+    t = mg.ones(2)
+    t.add_(mg.tensor([1.0, 2.0]), alpha=2.0)
+    np.testing.assert_allclose(t.numpy(), [3, 5])
+    with pytest.raises(RuntimeError, match="operand requires grad"):
+        t.add_(mg.tensor([1.0, 2.0], requires_grad=True), alpha=2.0)

@@ -99,8 +99,10 @@ def result_type(tensor_dtypes, scalar_types=()) -> np.dtype:
     scalars of ``scalar_types`` (``int``, ``float``, ``bool``).
 
     Example:
-        >>> result_type([int64, float16]), result_type([int64], [float]), result_type([float16], [float])
-        (dtype('float16'), dtype('float32'), dtype('float16'))
+        >>> result_type([int64, float16]), result_type([int64], [float])
+        (dtype('float16'), dtype('float32'))
+        >>> result_type([float16], [float])
+        dtype('float16')
     """
     tensor_dtypes = list(tensor_dtypes)
     res = widest_float(tensor_dtypes)

@@ -1,9 +1,9 @@
 """Elementwise ops: arithmetic, transcendental functions, activations, comparisons.
 
 Binary ops take Tensors or Python scalars on either side; dtypes promote as in PyTorch
-(``Function.promote``: int64 with float16 -> float16; exp/div of integers -> float32), and a Python
-scalar never widens a float tensor (NumPy 2 treats it as weakly typed; bfloat16 is lifted by hand). Broadcast
-gradients are summed back to each input's shape. Backward passes use ops under
+(``Function.promote``: int64 with float16 -> float16; exp/div of integers -> float32), and a
+Python scalar never widens a float tensor (NumPy 2 treats it as weakly typed; bfloat16 is lifted
+by hand). Broadcast gradients are summed back to each input's shape. Backward passes use ops under
 ``create_graph=True`` (so higher derivatives work) and one fused array expression otherwise.
 """
 
