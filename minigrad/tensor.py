@@ -2,7 +2,8 @@
 
 Operators and methods are thin sugar over ``minigrad.functional``; all differentiation goes
 through ``Function.apply``. ``_version`` counts in-place modifications so backward can refuse
-to use a saved tensor that changed after the forward.
+to use a saved tensor that changed after the forward; a view, a detached alias and their base
+share one counter (``_vc``), so a change through any of them is seen by all.
 """
 
 from __future__ import annotations
@@ -13,7 +14,14 @@ import numpy as np
 
 from . import _backend as B
 from ._backend import random as _random
-from ._backend.dtypes import float32, is_floating, normalize_dtype
+from ._backend.dtypes import (
+    category,
+    float32,
+    float_result_type,
+    is_floating,
+    normalize_dtype,
+    result_type,
+)
 from ._backend.sync_debug import check as _sync_check
 from ._backend.sync_debug import sync_mode as _sync_mode
 
@@ -57,7 +65,9 @@ class Tensor:
         [[2.0, 4.0]]
     """
 
-    __slots__ = ("data", "requires_grad", "grad", "creator", "_version", "_out_index", "name",
+    # ``_vc`` is the version counter: None until first needed (the hot path allocates nothing),
+    # then a one-element list shared by every tensor aliasing the same memory.
+    __slots__ = ("data", "requires_grad", "_grad", "creator", "_vc", "_out_index", "name",
                  "__weakref__")
     __array_ufunc__ = None  # make NumPy defer to our reflected operators
     __hash__ = object.__hash__
@@ -67,12 +77,16 @@ class Tensor:
         if device is None:
             device = B.device_of(data.data if isinstance(data, Tensor) else data)
         self.data = _to_array(data, dtype, B.normalize_device(device))
+        if self.data.dtype.kind not in "biuf" and not is_floating(self.data.dtype):
+            raise TypeError(
+                f"tensor: unsupported dtype {self.data.dtype} (from {type(data).__name__}); "
+                "tensors hold bool, integer or floating data -- convert strings/objects first")
         if requires_grad and not is_floating(self.data.dtype):
             raise TypeError(f"only floating tensors can require grad, got {self.data.dtype}")
         self.requires_grad = bool(requires_grad)
-        self.grad = None
+        self._grad = None
         self.creator = None
-        self._version = 0
+        self._vc = None
         self._out_index = 0
         self.name = None
 
@@ -82,14 +96,52 @@ class Tensor:
         t = object.__new__(Tensor)
         t.data = data
         t.requires_grad = requires_grad
-        t.grad = None
+        t._grad = None
         t.creator = creator
-        t._version = 0
+        t._vc = None
         t._out_index = index
         t.name = None
         return t
 
     # ----------------------------------------------------------------- properties
+    @property
+    def grad(self):
+        """The accumulated gradient (a Tensor of this tensor's shape) or None."""
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"grad: assigned a {type(value).__name__}; assign a Tensor of "
+                                f"shape {self.shape} or None")
+            if value.data.shape != self.data.shape:
+                raise ValueError(
+                    f"grad: assigned gradient has shape {value.data.shape} but the tensor has "
+                    f"shape {self.data.shape}; assign a gradient of the tensor's shape")
+        self._grad = value
+
+    @property
+    def _version(self) -> int:
+        """How many times this tensor's memory was modified in place (through any alias)."""
+        vc = self._vc
+        return 0 if vc is None else vc[0]
+
+    @_version.setter
+    def _version(self, value: int):
+        vc = self._vc
+        if vc is None:
+            self._vc = [value]
+        else:
+            vc[0] = value
+
+    def _counter(self) -> list:
+        """The shared version counter, created on first use (for views and saved outputs)."""
+        vc = self._vc
+        if vc is None:
+            vc = self._vc = [0]
+        return vc
+
     @property
     def shape(self) -> tuple:
         return self.data.shape
@@ -212,8 +264,10 @@ class Tensor:
         return self.to(device)
 
     def detach(self) -> "Tensor":
-        """The same data, cut from the graph."""
-        return Tensor._make(self.data, False, None, 0)
+        """The same data, cut from the graph (an alias: it shares the version counter)."""
+        t = Tensor._make(self.data, False, None, 0)
+        t._vc = self._counter()
+        return t
 
     def clone(self) -> "Tensor":
         return F.clone(self)
@@ -241,12 +295,10 @@ class Tensor:
         run_backward([self], [dy], retain_graph=retain_graph, create_graph=create_graph)
 
     def zero_grad(self) -> None:
-        self.grad = None
+        self._grad = None
 
     # ----------------------------------------------------------------- in place
     def _check_inplace(self, what: str):
-        from .autodiff.grad_mode import grad_enabled
-
         if self.requires_grad and grad_enabled.get():
             raise RuntimeError(
                 f"{what}: in-place modification of a tensor that requires grad (shape "
@@ -276,16 +328,43 @@ class Tensor:
     def zero_(self) -> "Tensor":
         return self.fill_(0)
 
-    def _binary_inplace(self, other, op, what):
+    def _binary_inplace(self, other, op, what, true_div=False):
         self._check_inplace(what)
-        other = other.data if isinstance(other, Tensor) else other
+        if isinstance(other, Tensor):
+            if other.requires_grad:
+                if grad_enabled.get():  # the result would depend on `other` with no graph
+                    raise RuntimeError(
+                        f"{what}: the operand requires grad while recording, but in-place ops "
+                        "are not recorded; use the out-of-place op (t = t + other)")
+            other = other.data
+        self._check_operand(other, what, true_div)
         op(self.data, other, out=self.data, casting="unsafe")
         self._version += 1
         return self
 
+    def _check_operand(self, other, what, true_div):
+        # PyTorch's rules for ``self op= other``: the promoted result must fit self's dtype
+        # category (no float result into an int tensor) and broadcast to self's shape.
+        d = self.data.dtype
+        o = getattr(other, "dtype", None)
+        if o is None:
+            res = (float_result_type if true_div else result_type)([d], [type(other)])
+        elif o is d and not true_div:
+            res = d
+        else:
+            res = (float_result_type if true_div else result_type)([d, o])
+        if res != d and category(res) > category(d):
+            raise TypeError(f"{what}: result type {res} can't be cast to the tensor's dtype {d} "
+                            "in place; use the out-of-place op or cast the tensor first")
+        if o is not None and other.shape != self.data.shape and \
+                F._utils.broadcast_shape(what, self.data.shape, other.shape) != self.data.shape:
+            raise ValueError(f"{what}: operand of shape {tuple(other.shape)} does not broadcast "
+                             f"to the tensor's shape {self.shape} (an in-place result keeps "
+                             "the tensor's shape)")
+
     def add_(self, other, alpha=1.0) -> "Tensor":
-        if alpha != 1.0:
-            other = (other.data if isinstance(other, Tensor) else other) * alpha
+        if alpha != 1.0:  # through mul, so the operand's dtype and grad rules still apply
+            other = F.mul(other, alpha) if isinstance(other, Tensor) else other * alpha
         return self._binary_inplace(other, B.get_array_module(self.data).add, "add_")
 
     def sub_(self, other) -> "Tensor":
@@ -295,7 +374,32 @@ class Tensor:
         return self._binary_inplace(other, B.get_array_module(self.data).multiply, "mul_")
 
     def div_(self, other) -> "Tensor":
-        return self._binary_inplace(other, B.get_array_module(self.data).divide, "div_")
+        return self._binary_inplace(other, B.get_array_module(self.data).divide, "div_", True)
+
+    # Augmented assignment (``t += x``) is in place, as in PyTorch, whenever nothing needs
+    # recording: under no_grad, or when neither side requires grad. A leaf that requires grad
+    # raises while recording (PyTorch's rule, the error of add_). A non-leaf, or a tensor that
+    # would start depending on a recorded operand (``total += loss``), gets the recorded
+    # out-of-place result and the name is rebound: minigrad does not record in-place ops, and
+    # this keeps every gradient right (other references keep the old value).
+    def _augmented(self, other, inplace, op):
+        if grad_enabled.get() and (self.requires_grad or (
+                isinstance(other, Tensor) and other.requires_grad)):
+            if self.creator is not None or not self.requires_grad:
+                return op(self, other)
+        return inplace(other)
+
+    def __iadd__(self, other):
+        return self._augmented(other, self.add_, F.add)
+
+    def __isub__(self, other):
+        return self._augmented(other, self.sub_, F.sub)
+
+    def __imul__(self, other):
+        return self._augmented(other, self.mul_, F.mul)
+
+    def __itruediv__(self, other):
+        return self._augmented(other, self.div_, F.div)
 
     def __setitem__(self, index, value):
         self._check_inplace("__setitem__")
@@ -696,3 +800,4 @@ class _on:
 
 
 from . import functional as F  # noqa: E402  (operators are sugar over F; F needs Tensor first)
+from .autodiff.grad_mode import grad_enabled  # noqa: E402  (autodiff needs Tensor first)

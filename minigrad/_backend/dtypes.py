@@ -73,3 +73,51 @@ def widest_float(dtypes) -> np.dtype:
 def finfo(dtype):
     """``numpy.finfo`` that also understands bfloat16."""
     return ml_dtypes.finfo(normalize_dtype(dtype))
+
+
+# ----------------------------------------------------------------------------- promotion
+# PyTorch's type-promotion lattice, as data. Operands are ranked by category (bool < integer <
+# floating); within a category the tensors' dtypes combine (NumPy's integer rules agree with
+# PyTorch's; floats combine by ``widest_float``). Across categories the higher one wins *with its
+# own dtype* (int64 with float16 -> float16, never NumPy's float64). A Python scalar only
+# counts when its category is above every tensor's: then the result is the default dtype of
+# that category (2.5 with an int tensor -> float32; 1 with a bool tensor -> int64).
+DEFAULT_FLOAT = float32
+_CATEGORY = {bool_: 0, uint8: 1, int8: 1, int16: 1, int32: 1, int64: 1,
+             float16: 2, bfloat16: 2, float32: 2, float64: 2}
+_SCALAR_CATEGORY = {bool: 0, int: 1, float: 2}
+_CATEGORY_DEFAULT = (bool_, int64, DEFAULT_FLOAT)
+
+
+def category(dtype) -> int:
+    """0 for bool, 1 for integers, 2 for floats (KeyError for other dtypes)."""
+    return _CATEGORY[dtype]
+
+
+def result_type(tensor_dtypes, scalar_types=()) -> np.dtype:
+    """The dtype PyTorch gives a binary/n-ary op on tensors of ``tensor_dtypes`` and Python
+    scalars of ``scalar_types`` (``int``, ``float``, ``bool``).
+
+    Example:
+        >>> result_type([int64, float16]), result_type([int64], [float])
+        (dtype('float16'), dtype('float32'))
+        >>> result_type([float16], [float])
+        dtype('float16')
+    """
+    tensor_dtypes = list(tensor_dtypes)
+    res = widest_float(tensor_dtypes)
+    if res is None:
+        res = np.result_type(*tensor_dtypes)
+    cat = _CATEGORY.get(res, 2)
+    for s in scalar_types:
+        c = _SCALAR_CATEGORY.get(s, 2)
+        if c > cat:
+            cat, res = c, _CATEGORY_DEFAULT[c]
+    return res
+
+
+def float_result_type(tensor_dtypes, scalar_types=()) -> np.dtype:
+    """``result_type`` for ops defined on floats only (exp, true division): a bool or integer
+    result becomes the default float dtype, float32 (PyTorch's ``exp(int64) -> float32``)."""
+    res = result_type(tensor_dtypes, scalar_types)
+    return res if res in _FLOATS else DEFAULT_FLOAT

@@ -92,7 +92,7 @@ def run_backward(roots, grad_roots, *, retain_graph=False, create_graph=False,
         c = x.creator
         if c is None:
             if accumulate:
-                x.grad = g if x.grad is None else x.grad + g
+                x._grad = g if x._grad is None else x._grad + g  # the slot: no setter check
             return
         slots = buffers.get(c)
         if slots is None:

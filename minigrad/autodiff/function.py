@@ -18,6 +18,12 @@ Writing an op::
             return gy * y                  # written with ops, so create_graph=True works
 
 Non-tensor arguments are passed as keywords (``Sum.apply(x, axis=1)``) and reach ``forward``.
+
+dtype promotion (PyTorch's lattice, ``_backend.dtypes.result_type``) also happens here, per the
+op's ``promote`` class attribute: ``"common"`` gives the result the promoted dtype of the inputs
+(int64 + float16 -> float16, int tensor + 2.5 -> float32), ``"float"`` does the same and turns a
+bool/integer result into float32 (exp, true division), ``"same"`` refuses mixing bool/int with float
+after the autocast casts (matmul, linear, conv: PyTorch's dtype-mismatch error).
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from contextvars import ContextVar
 
 import numpy as np
 
-from .._backend.dtypes import is_floating
+from .._backend.dtypes import _FLOATS, float_result_type, is_floating, result_type
 from ..tensor import Tensor
 from .grad_mode import grad_enabled
 
@@ -45,6 +51,64 @@ dispatch_hooks: ContextVar = ContextVar("minigrad_dispatch_hooks", default=())
 _make = Tensor._make
 _np_generic = np.generic
 _np_asarray = np.asarray
+_SCALARS = (int, float, bool)
+
+
+def _promote(cls, inputs):
+    """``inputs`` with tensors cast to the dtype PyTorch's promotion gives op ``cls``."""
+    kind = cls.promote
+    first = None
+    uniform = True
+    scalars = []
+    for x in inputs[cls.promote_skip:]:
+        if isinstance(x, Tensor):
+            d = x.data.dtype
+            if first is None:
+                first = d
+            elif d is not first and d != first:
+                uniform = False
+        elif type(x) in _SCALARS:
+            scalars.append(type(x))
+    # One float dtype throughout (Python scalars never widen a float tensor): nothing to do.
+    if first is None or uniform and (first in _FLOATS or not scalars and kind == "common"):
+        return inputs
+    dtypes = [x.data.dtype for x in inputs[cls.promote_skip:] if isinstance(x, Tensor)]
+    target = (float_result_type if kind == "float" else result_type)(dtypes, scalars)
+    # Floats of different widths are left to NumPy and the autocast "promote" row, which agree
+    # with PyTorch (widest float) and record the cast on the op; only bool/int tensors, and the
+    # float16/bfloat16 pair NumPy cannot combine, are cast here.
+    wide = target not in dtypes
+    from ..functional.cast import Cast  # functional sits above autodiff: import when needed
+
+    return tuple([Cast.apply(x, dtype=target) if isinstance(x, Tensor) and i >= cls.promote_skip
+                  and x.data.dtype != target and (wide or x.data.dtype not in _FLOATS) else x
+                  for i, x in enumerate(inputs)])
+
+
+def _check_same_dtype(cls, inputs):
+    # PyTorch refuses every mixed product; minigrad refuses mixing categories (int64 @ float32,
+    # which NumPy would silently run in float64) and keeps float-width mixes running at the
+    # widest float with Tensor Core semantics (float32 data into a .half() model, MindSpore's
+    # cells rely on it).
+    first = None
+    for x in inputs:
+        if isinstance(x, Tensor):
+            if first is None:
+                first = x
+            elif x.data.dtype != first.data.dtype and (
+                    x.data.dtype not in _FLOATS or first.data.dtype not in _FLOATS):
+                raise RuntimeError(
+                    f"{cls.name}: expected all inputs to have the same dtype, but got "
+                    f"{first.data.dtype} {tuple(first.shape)} and {x.data.dtype} "
+                    f"{tuple(x.shape)}; cast one with .astype(...) (amp.autocast casts "
+                    f"{cls.name} inputs for you)")
+
+
+def _broadcast_error(cls, inputs):
+    """Replace NumPy's bare broadcast message with one naming the op and the shapes."""
+    from ..functional._utils import broadcast_shape
+
+    broadcast_shape(cls.name, *[x.shape for x in inputs if isinstance(x, Tensor)])
 
 
 class Function:
@@ -61,11 +125,14 @@ class Function:
     compute_dtype = None
     amp_reason = None
     n_outputs = 1
+    promote = None      # None | "common" | "float" | "same" (see the module docstring)
+    promote_skip = 0    # leading inputs promotion leaves alone (where's condition)
 
     def save_for_backward(self, *arrays) -> None:
         """Keep arrays (inputs, outputs or intermediates) for ``backward``.
 
-        Inputs saved here are version-checked: modifying them in place before backward raises.
+        Inputs and outputs saved here are version-checked: modifying them in place (through
+        any view or alias) before backward raises.
         """
         self.saved = arrays
 
@@ -86,18 +153,27 @@ class Function:
             return arr
         for i, x in enumerate(self.inputs):
             if isinstance(x, Tensor) and x.data is arr:
-                if x._version != self.versions[i]:
-                    raise RuntimeError(
-                        f"an input of op '{self.name}' (shape {tuple(arr.shape)}, {arr.dtype}) "
-                        f"that backward needs was modified in place after the forward (version "
-                        f"{self.versions[i]} -> {x._version}); clone it before modifying, or "
-                        "modify it out of place")
+                vc = x._vc
+                if vc is not None and vc[0] != (self.versions[i] or 0):
+                    self._version_error("an input", arr, self.versions[i] or 0, vc[0])
                 return x
         # Outputs are matched by id (recorded while they were alive, so ids were distinct) to
-        # avoid keeping every op's output alive until backward.
+        # avoid keeping every op's output alive until backward; their counters were kept.
         if id(arr) in self.output_ids:
-            return _make(arr, is_floating(arr.dtype), self, self.output_ids.index(id(arr)))
+            k = self.output_ids.index(id(arr))
+            vc = self.output_vcs[k]
+            if vc[0]:
+                self._version_error("an output", arr, 0, vc[0])
+            t = _make(arr, is_floating(arr.dtype), self, k)
+            t._vc = vc
+            return t
         return _make(arr, False, None, 0)
+
+    def _version_error(self, what, arr, saved, now):
+        raise RuntimeError(
+            f"{what} of op '{self.name}' (shape {tuple(arr.shape)}, {arr.dtype}) "
+            f"that backward needs was modified in place after the forward (version "
+            f"{saved} -> {now}); clone it before modifying, or modify it out of place")
 
     def forward(self, *arrays, **attrs):  # pragma: no cover - abstract
         raise NotImplementedError(f"{type(self).__name__}.forward")
@@ -112,11 +188,34 @@ class Function:
         """Run the op: cast per the precision policy, compute, record, run hooks."""
         policy = dispatch_policy.get()
         fn = cls.__new__(cls)
+        promote = cls.promote
         if policy is not None:
             inputs, fn.compute_dtype, fn.amp_reason = policy.cast_inputs(cls, inputs)
-        out = fn.forward(*[x.data if isinstance(x, Tensor) else x for x in inputs], **attrs)
+        if promote is not None and promote == "same":
+            _check_same_dtype(cls, inputs)
+        try:
+            out = fn.forward(*[x.data if isinstance(x, Tensor) else x for x in inputs], **attrs)
+        except (ValueError, TypeError):
+            if promote is not None and promote != "same":
+                promoted = _promote(cls, inputs)  # float16 with bfloat16: NumPy has no rule
+                if promoted is not inputs:
+                    return cls.apply(*promoted, **attrs)
+                _broadcast_error(cls, inputs)
+            raise
         if isinstance(out, _np_generic):  # NumPy turns 0-d results into scalars; keep arrays
             out = _np_asarray(out)
+        if promote is not None and promote != "same":
+            # NumPy and PyTorch agree whenever the result has the dtype of an input (same-dtype
+            # floats, float widths, integers): checking the result costs one comparison. When
+            # they may differ (int64 * float32 -> float64), redo the op on promoted inputs.
+            od = out.dtype
+            x = inputs[0]
+            if not (isinstance(x, Tensor) and x.data.dtype is od or [
+                    x for x in inputs if isinstance(x, Tensor) and x.data.dtype is od]) or (
+                    promote == "float" and od not in _FLOATS):
+                promoted = _promote(cls, inputs)
+                if promoted is not inputs:
+                    return cls.apply(*promoted, **attrs)
         record = False
         if grad_enabled.get():
             needs = tuple([isinstance(x, Tensor) and x.requires_grad for x in inputs])
@@ -137,8 +236,20 @@ class Function:
             fn.inputs = inputs
             fn.needs_input_grad = needs
             if fn.saved:
-                fn.versions = [x._version if isinstance(x, Tensor) else 0 for x in inputs]
-                fn.output_ids = tuple([id(o) for o in out]) if type(out) is tuple else (id(out),)
+                # None for a tensor that has no counter yet (version 0): no property call here.
+                fn.versions = [x._vc and x._vc[0] if isinstance(x, Tensor) else 0
+                               for x in inputs]
+                if type(out) is tuple:
+                    fn.output_ids = tuple([id(o) for o in out])
+                    vcs = []
+                    for r in result:
+                        r._vc = [0]
+                        vcs.append(r._vc)
+                    fn.output_vcs = vcs
+                else:
+                    fn.output_ids = (id(out),)
+                    result._vc = vc = [0]  # a fresh output has no counter yet
+                    fn.output_vcs = (vc,)
         hooks = dispatch_hooks.get()
         if hooks:
             outs = result if type(result) is tuple else (result,)

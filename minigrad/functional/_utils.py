@@ -211,3 +211,14 @@ def get_array_module_of(*xs):
         if hasattr(x, "dtype") and hasattr(x, "shape"):
             return get_array_module(x)
     return np
+
+
+def broadcast_shape(op: str, *shapes) -> tuple:
+    """The broadcast of ``shapes``; a ValueError naming ``op`` and every shape otherwise."""
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        shown = " and ".join(str(tuple(s)) for s in shapes)
+        raise op_error(op, f"shapes {shown} cannot be broadcast together (aligned from the "
+                       "right, each dimension must be equal or 1); reshape or expand one "
+                       "operand") from None

@@ -33,6 +33,7 @@ def _bias_grad(gy):
 
 class Conv2d(Function):
     name = "conv2d"
+    promote = "same"  # PyTorch refuses mixed dtypes (outside autocast)
 
     def forward(self, x, w, b, stride, padding, dilation, groups, out_hw, keep_cols=False):
         self.cfg = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
@@ -58,6 +59,7 @@ class ConvTranspose2d(Function):
     """Transposed convolution; also the data gradient of ``Conv2d``."""
 
     name = "conv_transpose2d"
+    promote = "same"  # PyTorch refuses mixed dtypes (outside autocast)
 
     def forward(self, x, w, b, stride, padding, dilation, groups, out_hw, shared=None):
         self.save_for_backward(x, w)
@@ -77,6 +79,7 @@ class Conv2dBackwardData(ConvTranspose2d):
     """The data gradient of ``Conv2d``: a transposed convolution under its own op name."""
 
     name = "conv2d_backward_data"
+    promote = None  # an internal gradient op: its dtypes already agree
 
 
 class Conv2dBackwardFilter(Function):
@@ -102,6 +105,7 @@ class Conv1d(Function):
     """conv1d as conv2d over a unit height (its own op, so the AMP policy can name it)."""
 
     name = "conv1d"
+    promote = "same"  # PyTorch refuses mixed dtypes (outside autocast)
 
     def forward(self, x, w, b, stride, padding, dilation, groups, out_hw):
         self.save_for_backward(x, w)

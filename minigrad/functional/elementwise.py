@@ -1,8 +1,9 @@
 """Elementwise ops: arithmetic, transcendental functions, activations, comparisons.
 
-Binary ops take Tensors or Python scalars on either side; a Python scalar never widens a float16
-or bfloat16 tensor (NumPy 2 treats it as weakly typed; bfloat16 is lifted by hand). Broadcast
-gradients are summed back to each input's shape. Backward passes use ops under
+Binary ops take Tensors or Python scalars on either side; dtypes promote as in PyTorch
+(``Function.promote``: int64 with float16 -> float16; exp/div of integers -> float32), and a
+Python scalar never widens a float tensor (NumPy 2 treats it as weakly typed; bfloat16 is lifted
+by hand). Broadcast gradients are summed back to each input's shape. Backward passes use ops under
 ``create_graph=True`` (so higher derivatives work) and one fused array expression otherwise.
 """
 
@@ -95,6 +96,7 @@ def _wide(x):
 # --------------------------------------------------------------------------- arithmetic
 class Add(Function):
     name = "add"
+    promote = "common"
 
     def forward(self, a, b):
         a, b = _pair(a, b)
@@ -109,6 +111,7 @@ class Add(Function):
 
 class Sub(Function):
     name = "sub"
+    promote = "common"
 
     def forward(self, a, b):
         a, b = _pair(a, b)
@@ -123,6 +126,7 @@ class Sub(Function):
 
 class Mul(Function):
     name = "mul"
+    promote = "common"
 
     def forward(self, a, b):
         a, b = _pair(a, b)
@@ -138,6 +142,7 @@ class Mul(Function):
 
 class Div(Function):
     name = "div"
+    promote = "float"
 
     def forward(self, a, b):
         a, b = _pair(a, b)
@@ -164,6 +169,7 @@ class Neg(Function):
 
 class Pow(Function):
     name = "pow"
+    promote = "common"
 
     def forward(self, a, b):
         a, b = _pair(a, b)
@@ -245,6 +251,7 @@ def pow(x, exponent) -> Tensor:
 # --------------------------------------------------------------------------- unary math
 class Exp(Function):
     name = "exp"
+    promote = "float"
 
     def forward(self, x):
         y = get_array_module(x).exp(x)
@@ -258,6 +265,7 @@ class Exp(Function):
 
 class Log(Function):
     name = "log"
+    promote = "float"
 
     def forward(self, x):
         self.save_for_backward(x)
@@ -270,6 +278,7 @@ class Log(Function):
 
 class Log1p(Function):
     name = "log1p"
+    promote = "float"
 
     def forward(self, x):
         self.save_for_backward(x)
@@ -282,6 +291,7 @@ class Log1p(Function):
 
 class Expm1(Function):
     name = "expm1"
+    promote = "float"
 
     def forward(self, x):
         y = get_array_module(x).expm1(x)
@@ -295,6 +305,7 @@ class Expm1(Function):
 
 class Sqrt(Function):
     name = "sqrt"
+    promote = "float"
 
     def forward(self, x):
         y = get_array_module(x).sqrt(x)
@@ -308,6 +319,7 @@ class Sqrt(Function):
 
 class Rsqrt(Function):
     name = "rsqrt"
+    promote = "float"
 
     def forward(self, x):
         xp = get_array_module(x)
@@ -357,6 +369,7 @@ class Sign(Function):
 
 class Sin(Function):
     name = "sin"
+    promote = "float"
 
     def forward(self, x):
         self.save_for_backward(x)
@@ -369,6 +382,7 @@ class Sin(Function):
 
 class Cos(Function):
     name = "cos"
+    promote = "float"
 
     def forward(self, x):
         self.save_for_backward(x)
@@ -437,6 +451,7 @@ def cos(x: Tensor) -> Tensor:
 # --------------------------------------------------------------------------- min/max/where
 class Maximum(Function):
     name = "maximum"
+    promote = "common"
     _pick = "maximum"
 
     def forward(self, a, b):
@@ -481,6 +496,8 @@ class Clip(Function):
 
 class Where(Function):
     name = "where"
+    promote = "common"
+    promote_skip = 1  # the condition is not an operand
 
     def forward(self, cond, a, b):
         xp = get_array_module(cond)
@@ -565,6 +582,7 @@ def _sigmoid_array(x):
 
 class Tanh(Function):
     name = "tanh"
+    promote = "float"
 
     def forward(self, x):
         y = get_array_module(x).tanh(x)
@@ -580,6 +598,7 @@ class Tanh(Function):
 
 class Sigmoid(Function):
     name = "sigmoid"
+    promote = "float"
 
     def forward(self, x):
         y = _sigmoid_array(_wide(x)).astype(x.dtype, copy=False)
@@ -627,6 +646,7 @@ class LeakyReLU(Function):
 
 class GELU(Function):
     name = "gelu"
+    promote = "float"
     _K = math.sqrt(2.0 / math.pi)
 
     def forward(self, x, approximate):
@@ -660,6 +680,7 @@ class GELU(Function):
 
 class SiLU(Function):
     name = "silu"
+    promote = "float"
 
     def forward(self, x):
         self.save_for_backward(x)
@@ -678,6 +699,7 @@ class SiLU(Function):
 
 class Softplus(Function):
     name = "softplus"
+    promote = "float"
 
     def forward(self, x, beta, threshold):
         xp = get_array_module(x)
@@ -861,6 +883,7 @@ def _erf_block(x):
 
 class Erf(Function):
     name = "erf"
+    promote = "float"
 
     def forward(self, x):
         self.save_for_backward(x)
@@ -895,6 +918,8 @@ def _compare(name, ufunc):
             return getattr(get_array_module(a if hasattr(a, "dtype") else b), ufunc)(a, b)
 
     Compare.name = name
+    if not name.startswith("logical"):
+        Compare.promote = "common"
     Compare.__name__ = Compare.__qualname__ = "".join(p.title() for p in name.split("_"))
     return Compare
 

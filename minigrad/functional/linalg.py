@@ -16,13 +16,14 @@ from .._backend import get_array_module, kernels
 from .._backend.dtypes import float32, is_low_precision, widest_float
 from ..autodiff.function import Function
 from ..tensor import Tensor
-from ._utils import const, fast_backward, op_error, sum_to_shape
+from ._utils import broadcast_shape, const, fast_backward, op_error, sum_to_shape
 
 __all__ = ["bmm", "dot", "einsum", "linear", "matmul"]
 
 
 class MatMul(Function):
     name = "matmul"
+    promote = "same"  # PyTorch refuses mixed dtypes (outside autocast)
 
     def forward(self, a, b):
         if a.ndim == 0 or b.ndim == 0:
@@ -33,7 +34,13 @@ class MatMul(Function):
                 f"matmul: inner dimensions differ: a {a.shape} ({a.dtype}) @ b {b.shape} "
                 f"({b.dtype}); a.shape[-1] must equal b.shape[-2]")
         self.save_for_backward(a, b)
-        return kernels.matmul(a, b)
+        try:
+            return kernels.matmul(a, b)
+        except ValueError:
+            if a.ndim > 2 and b.ndim > 2:  # name the batch dimensions, not NumPy's remap
+                broadcast_shape(f"matmul (batch dimensions of a {a.shape} and b {b.shape})",
+                                a.shape[:-2], b.shape[:-2])
+            raise
 
     def backward(self, gy):
         a, b = self.saved_tensors
@@ -66,6 +73,7 @@ class MatMul(Function):
 
 class Bmm(Function):
     name = "bmm"
+    promote = "same"  # PyTorch refuses mixed dtypes (outside autocast)
 
     def forward(self, a, b):
         if a.ndim != 3 or b.ndim != 3:
@@ -86,6 +94,7 @@ class Bmm(Function):
 
 class Linear(Function):
     name = "linear"
+    promote = "same"  # PyTorch refuses mixed dtypes (outside autocast)
 
     def forward(self, x, weight, bias):
         if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
@@ -126,6 +135,7 @@ class Linear(Function):
 
 class Dot(Function):
     name = "dot"
+    promote = "same"  # PyTorch refuses mixed dtypes (outside autocast)
 
     def forward(self, a, b):
         if a.ndim != 1 or b.ndim != 1 or a.shape != b.shape:

@@ -50,6 +50,20 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- views
+def _view(out: Tensor, x: Tensor) -> Tensor:
+    """Let ``out`` share ``x``'s version counter when its array aliases ``x``'s memory.
+
+    NumPy and CuPy point a view's ``base`` at the array owning the memory, so a view of ``x``
+    has ``x`` or ``x``'s own base there; a copy (reshape of a non-contiguous array, advanced
+    indexing) does not. An in-place change through any alias then reaches every saved alias.
+    """
+    a = out.data
+    b = a.base
+    if b is not None and (b is x.data or b is x.data.base):
+        out._vc = x._counter()
+    return out
+
+
 class Reshape(Function):
     name = "reshape"
 
@@ -110,18 +124,18 @@ def reshape(x: Tensor, shape) -> Tensor:
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     if shape == x.shape:
         return x
-    return Reshape.apply(x, shape=shape)
+    return _view(Reshape.apply(x, shape=shape), x)
 
 
 def transpose(x: Tensor, axes=None) -> Tensor:
     """Permute axes (reverse them when ``axes`` is None)."""
-    return Transpose.apply(x, axes=None if axes is None else tuple(axes))
+    return _view(Transpose.apply(x, axes=None if axes is None else tuple(axes)), x)
 
 
 def permute(x: Tensor, axes) -> Tensor:
     """Reorder axes: output axis ``i`` is input axis ``axes[i]`` (alias of :func:`transpose`,
     recorded as a ``transpose`` op)."""
-    return Transpose.apply(x, axes=tuple(axes))
+    return _view(Transpose.apply(x, axes=tuple(axes)), x)
 
 
 def broadcast_to(x: Tensor, shape) -> Tensor:
@@ -129,14 +143,14 @@ def broadcast_to(x: Tensor, shape) -> Tensor:
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     if shape == x.shape:
         return x
-    return BroadcastTo.apply(x, shape=shape)
+    return _view(BroadcastTo.apply(x, shape=shape), x)
 
 
 def swapaxes(x: Tensor, axis1: int, axis2: int) -> Tensor:
     """Exchange two axes."""
     axes = list(range(x.ndim))
     axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
-    return Transpose.apply(x, axes=tuple(axes))
+    return _view(Transpose.apply(x, axes=tuple(axes)), x)
 
 
 def expand_dims(x: Tensor, axis) -> Tensor:
@@ -146,7 +160,7 @@ def expand_dims(x: Tensor, axis) -> Tensor:
     axes = normalize_axes(axes, out_ndim, "expand_dims")
     dims = iter(x.shape)
     shape = tuple(1 if i in axes else next(dims) for i in range(out_ndim))
-    return ExpandDims.apply(x, shape=shape)
+    return _view(ExpandDims.apply(x, shape=shape), x)
 
 
 def squeeze(x: Tensor, axis=None) -> Tensor:
@@ -161,13 +175,14 @@ def squeeze(x: Tensor, axis=None) -> Tensor:
                                shape=x.shape)
     if not axes:
         return x
-    return Squeeze.apply(x, shape=tuple(s for i, s in enumerate(x.shape) if i not in axes))
+    return _view(Squeeze.apply(x, shape=tuple(s for i, s in enumerate(x.shape) if i not in axes)),
+                 x)
 
 
 def flatten(x: Tensor, start_axis: int = 0, end_axis: int = -1) -> Tensor:
     """Merge axes ``start_axis..end_axis`` (inclusive) into one."""
     if x.ndim == 0:
-        return Flatten.apply(x, shape=(1,))
+        return _view(Flatten.apply(x, shape=(1,)), x)
     s = normalize_axis(start_axis, x.ndim, "flatten")
     e = normalize_axis(end_axis, x.ndim, "flatten")
     if s > e:
@@ -177,7 +192,7 @@ def flatten(x: Tensor, start_axis: int = 0, end_axis: int = -1) -> Tensor:
     for d in x.shape[s:e + 1]:
         n *= d
     shape = x.shape[:s] + (n,) + x.shape[e + 1:]
-    return x if shape == x.shape else Flatten.apply(x, shape=shape)
+    return x if shape == x.shape else _view(Flatten.apply(x, shape=shape), x)
 
 
 # --------------------------------------------------------------------------- join / split
@@ -276,7 +291,7 @@ def split(x: Tensor, nsplits_or_sections, axis: int = 0) -> list:
     else:
         points = [int(p) for p in nsplits_or_sections]
     out = Split.apply(x, points=points, axis=axis)
-    return list(out) if isinstance(out, tuple) else [out]
+    return [_view(o, x) for o in out] if isinstance(out, tuple) else [_view(out, x)]
 
 
 # --------------------------------------------------------------------------- indexing
@@ -342,7 +357,8 @@ def getitem(x: Tensor, index) -> Tensor:
     """``x[index]`` with NumPy semantics: ints, slices, None, Ellipsis, integer arrays/Tensors
     and bool masks. Repeated integer indices accumulate their gradients."""
     index, advanced, has_int = _index_data(index, get_array_module(x.data))
-    return GetItem.apply(x, index=index, advanced=advanced, has_int=has_int)
+    out = GetItem.apply(x, index=index, advanced=advanced, has_int=has_int)
+    return out if advanced else _view(out, x)
 
 
 class Pad(Function):
