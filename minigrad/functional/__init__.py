@@ -18,3 +18,4 @@ from .recurrent import *
 from .reduction import *
 from .shape import *
 from .sparse import *
+from .transcendental import *
