@@ -19,3 +19,4 @@ from .reduction import *
 from .shape import *
 from .sparse import *
 from .transcendental import *
+from .blas import *
