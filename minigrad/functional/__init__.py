@@ -20,3 +20,4 @@ from .shape import *
 from .sparse import *
 from .transcendental import *
 from .blas import *
+from .scan import *
