@@ -21,3 +21,4 @@ from .sparse import *
 from .transcendental import *
 from .blas import *
 from .scan import *
+from .distance import *
