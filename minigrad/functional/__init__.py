@@ -22,3 +22,4 @@ from .transcendental import *
 from .blas import *
 from .scan import *
 from .distance import *
+from .loss_margin import *
