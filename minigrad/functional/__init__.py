@@ -23,3 +23,4 @@ from .blas import *
 from .scan import *
 from .distance import *
 from .loss_margin import *
+from .upsample import *
