@@ -24,3 +24,4 @@ from .scan import *
 from .distance import *
 from .loss_margin import *
 from .upsample import *
+from .sampling import *
