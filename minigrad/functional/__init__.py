@@ -25,3 +25,4 @@ from .distance import *
 from .loss_margin import *
 from .upsample import *
 from .sampling import *
+from .conv_nd import *
