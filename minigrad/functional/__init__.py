@@ -26,3 +26,4 @@ from .loss_margin import *
 from .upsample import *
 from .sampling import *
 from .conv_nd import *
+from .recurrent_relu import *
