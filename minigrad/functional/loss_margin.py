@@ -48,8 +48,10 @@ def _tensor(t, like, op, what):
         return t
     if t is None:
         raise op_error(op, f"{what} is required")
+    # A plain array/list target takes the input's dtype (a float64 NumPy target must not widen
+    # a float32 loss).
     xp = get_array_module(like.data)
-    return const(xp.asarray(t))
+    return const(xp.asarray(t).astype(like.dtype))
 
 
 def _same_shape(op, **tensors):

@@ -154,7 +154,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if dtype != input.dtype:
         input = input.astype(dtype)
     mats = [None if m.shape[0] == m.shape[1] and np.array_equal(m, np.eye(m.shape[0]))
-            else xp.asarray(m.astype(np.float32)).astype(dtype) for m in mats]
+            else xp.asarray(m).astype(dtype) for m in mats]
     return _CLASSES[_ROW[mode]].apply(input, kw={"mats": mats})
 
 
