@@ -19,8 +19,8 @@ f16, f32, f64 = mg.float16, mg.float32, mg.float64
 
 # --------------------------------------------------------------------------- the reference lists
 # AMP_REFERENCE.md section 1, as data (upsample_* spelled out, "vector/matrix norms" named).
-LOWER = """conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d convolution prelu
-    addmm addmv addr matmul einsum mm mv linear addbmm baddbmm bmm chain_matmul linalg_multi_dot
+LOWER = """conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d convolution
+    prelu addmm addmv addr matmul einsum mm mv linear addbmm baddbmm bmm chain_matmul linalg_multi_dot
     lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell scaled_dot_product_attention""".split()
 FP32 = """acos asin cosh erfinv exp expm1 log log10 log2 log1p reciprocal rsqrt sinh tan pow
     softplus layer_norm group_norm norm cosine_similarity poisson_nll_loss cosine_embedding_loss
@@ -457,3 +457,12 @@ def test_against_torch(name):
     ours = fn(*[mg.tensor(a) for a in inputs]).numpy()
     theirs = TORCH[name](torch, *[torch.tensor(a) for a in inputs]).numpy()
     np.testing.assert_allclose(ours, theirs, rtol=1e-7, atol=1e-9)
+
+
+def test_composite_refuses_an_input_modified_in_place():
+    x = mg.tensor(_r(3, 4), requires_grad=True)
+    other = mg.tensor(_r(2, 4))
+    y = F.cdist(x, other)
+    other.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified in place"):
+        y.sum().backward()

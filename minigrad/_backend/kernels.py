@@ -15,7 +15,8 @@ import numpy as np
 
 from .dtypes import float32, is_low_precision
 
-__all__ = ["matmul", "is_single_element_product", "sum_fp32", "clamp", "last_matmul_path", "emulates_low_precision",
+__all__ = ["matmul", "is_single_element_product", "sum_fp32", "clamp", "last_matmul_path",
+           "emulates_low_precision",
            "im2col_keep_bytes", "ufunc_operand", "index_grid", "ufunc_rows",
            "transposed"]
 

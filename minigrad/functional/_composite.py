@@ -53,6 +53,9 @@ class _Composite(Function):
 
     def forward(self, *arrays, kw):
         self.kw = kw
+        # Saving the inputs arms the version check: backward recomputes from them, so an
+        # in-place change after the forward must raise rather than give a wrong gradient.
+        self.save_for_backward(*arrays)
         p_tok = dispatch_policy.set(None)
         g_tok = grad_enabled.set(False)
         try:
@@ -66,10 +69,11 @@ class _Composite(Function):
 
     def backward(self, *gys):
         needs = self.needs_input_grad
+        inputs = self.saved_tensors
         if fast_backward():
-            return _vjp(type(self).impl, self.kw, needs, *self.inputs, *gys)
+            return _vjp(type(self).impl, self.kw, needs, *inputs, *gys)
         vjp_cls = _vjp_class(type(self))
-        grads = vjp_cls.apply(*self.inputs, *gys,
+        grads = vjp_cls.apply(*inputs, *gys,
                               kw={"impl": type(self).impl, "kw": self.kw, "needs": needs})
         grads = grads if isinstance(grads, tuple) else (grads,)
         it = iter(grads)
