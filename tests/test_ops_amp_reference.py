@@ -466,3 +466,13 @@ def test_composite_refuses_an_input_modified_in_place():
     other.add_(1.0)
     with pytest.raises(RuntimeError, match="modified in place"):
         y.sum().backward()
+
+
+def test_upsample_weights_take_the_dtype_the_op_runs_in():
+    x16 = mg.tensor(_r(1, 1, 3, 3).astype(np.float16))
+    with amp.autocast():
+        y = F.interpolate(x16, size=(4, 4), mode="bilinear", align_corners=True)
+    ref = F.interpolate(x16.astype(f32), size=(4, 4), mode="bilinear", align_corners=True)
+    assert y.dtype == f32
+    np.testing.assert_array_equal(y.numpy(), ref.numpy())  # weights like 2/3 not rounded to fp16
+    assert F.interpolate(x16, scale_factor=2).dtype == f16  # outside autocast: the input's dtype

@@ -146,8 +146,7 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False) -> Te
                        "use 'fro', 1, -1, inf or -inf")
     if A.ndim < 2:
         raise op_error("matrix_norm", "expected at least a 2-D input", input=A.shape)
-    axes = normalize_axes(dim, A.ndim, "matrix_norm")
-    if len(axes) != 2:
+    if len(normalize_axes(dim, A.ndim, "matrix_norm")) != 2:
         raise op_error("matrix_norm", "dim must name two distinct axes", dim=dim)
-    axes = tuple(d % A.ndim for d in dim)  # keep the (rows, cols) order the caller gave
+    axes = tuple(d % A.ndim for d in dim)  # the (rows, cols) order the caller gave
     return _MatrixNorm.apply(A, kw={"ord": ord, "axes": axes, "keepdim": bool(keepdim)})

@@ -161,7 +161,7 @@ def soft_margin_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:
                              kw={"reduction": reduction})
 
 
-def _rows(op, x, target):
+def _rows(op, x):
     """``(x, target)`` as (N, C) rows; whether the input was a single unbatched sample."""
     if x.ndim not in (1, 2):
         raise op_error(op, "expected input (C,) or (N, C)", input=x.shape)
@@ -192,7 +192,7 @@ def multilabel_margin_loss(input: Tensor, target, reduction: str = "mean") -> Te
     """
     op = "multilabel_margin_loss"
     _check(op, reduction)
-    single, x = _rows(op, input, target)
+    single, x = _rows(op, input)
     t = target.data if isinstance(target, Tensor) else target
     xp = get_array_module(x.data)
     t = xp.asarray(t).reshape(x.shape) if getattr(t, "size", None) == x.size else None
@@ -243,7 +243,7 @@ def multi_margin_loss(input: Tensor, target, p: int = 1, margin: float = 1.0,
     _check(op, reduction)
     if p not in (1, 2):
         raise op_error(op, "p must be 1 or 2", p=p)
-    single, x = _rows(op, input, target)
+    single, x = _rows(op, input)
     xp = get_array_module(x.data)
     t = xp.asarray(target.data if isinstance(target, Tensor) else target).reshape(-1)
     n, c = x.shape

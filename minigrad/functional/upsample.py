@@ -79,8 +79,9 @@ def _resample_impl(x, mats):
         axis = x.ndim - nd + k
         if m is None:
             continue
-        xt = x.swapaxes(axis, -1)
-        x = matmul(xt, const(m).swapaxes(0, 1)).swapaxes(axis, -1)
+        # The weights take the dtype the op runs in (after autocast's cast), not the caller's.
+        w = const(m.T.astype(x.dtype))
+        x = matmul(x.swapaxes(axis, -1), w).swapaxes(axis, -1)
     return x
 
 
@@ -154,7 +155,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     if dtype != input.dtype:
         input = input.astype(dtype)
     mats = [None if m.shape[0] == m.shape[1] and np.array_equal(m, np.eye(m.shape[0]))
-            else xp.asarray(m).astype(dtype) for m in mats]
+            else xp.asarray(m) for m in mats]
     return _CLASSES[_ROW[mode]].apply(input, kw={"mats": mats})
 
 
