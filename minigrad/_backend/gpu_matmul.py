@@ -14,7 +14,7 @@ import cupy
 import numpy as np
 
 from .dtypes import bfloat16, float16, float32, is_low_precision, widest_float
-from .kernels import last_matmul_path
+from .kernels import is_single_element_product, last_matmul_path
 
 __all__ = ["matmul"]
 
@@ -40,19 +40,31 @@ def matmul(a, b):
         # floating type, which is float32 for fp16 with bf16 (neither holds the other).
         wide = widest_float((a.dtype, b.dtype)) or float32
         a, b = a.astype(wide), b.astype(wide)
-    if not is_low_precision(a.dtype) or (a.ndim <= 2 and b.ndim <= 2):
+    if not is_low_precision(a.dtype):
         last_matmul_path["path"] = "cupy-2d" if a.ndim <= 2 and b.ndim <= 2 else "cupy"
         return cupy.matmul(a, b)
+    if a.ndim <= 2 and b.ndim <= 2:
+        return _low_2d(a, b)
     if b.ndim <= 2:  # (..., m, k) @ (k, n) or (k,): fold the batch into the rows of one GEMM
-        last_matmul_path["path"] = "cupy-folded-2d"
         lead = a.shape[:-1]
         b2 = b[:, None] if b.ndim == 1 else b
-        out = cupy.matmul(cupy.ascontiguousarray(a).reshape(-1, a.shape[-1]), b2)
+        out = _low_2d(cupy.ascontiguousarray(a).reshape(-1, a.shape[-1]), b2, "cupy-folded-2d")
         return out.reshape(lead) if b.ndim == 1 else out.reshape(*lead, b.shape[-1])
     last_matmul_path["path"] = "cublas-strided-batched"
     if a.ndim == 1:  # (k,) @ (..., k, n): a row vector, squeezed afterwards (NumPy rule)
         return _strided_batched(a[None, :], b)[..., 0, :]
     return _strided_batched(a, b)
+
+
+def _low_2d(a, b, path="cupy-2d"):
+    """fp16/bf16 product of at most 2-D operands: cuBLAS GemmEx (fp32 compute), except a
+    single inner product, which CuPy would reduce in the output dtype: upcast, multiply in
+    float32, round once (invariant 4)."""
+    if is_single_element_product(a.shape, b.shape):
+        last_matmul_path["path"] = "cupy-dot-fp32"
+        return cupy.matmul(a.astype(float32), b.astype(float32)).astype(a.dtype)
+    last_matmul_path["path"] = path
+    return cupy.matmul(a, b)
 
 
 def _strided_batched(a, b):

@@ -15,7 +15,8 @@ import numpy as np
 
 from .dtypes import float32, is_low_precision
 
-__all__ = ["matmul", "sum_fp32", "clamp", "last_matmul_path", "emulates_low_precision",
+__all__ = ["matmul", "is_single_element_product", "sum_fp32", "clamp", "last_matmul_path",
+           "emulates_low_precision",
            "im2col_keep_bytes", "ufunc_operand", "index_grid", "ufunc_rows",
            "transposed"]
 
@@ -118,6 +119,20 @@ def _build_index_grid(device, shape, steps, dtype):
 
 
 _cached_index_grid = functools.lru_cache(maxsize=16)(_build_index_grid)
+
+
+def is_single_element_product(a_shape, b_shape) -> bool:
+    """True when ``a @ b`` of at most 2-D operands is one inner product (a 0-d, (1,), (1, 1)
+    result): vector . vector, row @ column.
+
+    CuPy sends such fp16/bf16 products to a reduction kernel that accumulates in the output
+    dtype instead of cuBLAS GemmEx (AMP_REFERENCE section 3), so the GPU path upcasts them.
+    """
+    if len(a_shape) > 2 or len(b_shape) > 2 or not a_shape or not b_shape:
+        return False
+    rows = 1 if len(a_shape) == 1 else a_shape[0]
+    cols = 1 if len(b_shape) == 1 else b_shape[1]
+    return rows == 1 and cols == 1
 
 
 def matmul(a, b):

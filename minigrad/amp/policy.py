@@ -72,6 +72,15 @@ _DEFAULT.update(_rows("promote", """
     atan2 addcmul addcdiv bilinear grid_sample index_put index_add lerp hypot fmod remainder
     copysign
 """))
+# AMP_REFERENCE section 1 names added with their ops (issue 15); the other names of that list
+# already have rows above. Composite ops (addmm, convolution, the upsample_* modes...) are one
+# Function each (functional._composite), so their row governs the whole op.
+_DEFAULT.update(_rows("lower", """
+    addmm addmv addr addbmm baddbmm chain_matmul linalg_multi_dot convolution
+"""))
+_DEFAULT.update(_rows("fp32", """
+    upsample_linear upsample_bicubic upsample_trilinear vector_norm matrix_norm
+"""))
 _DEFAULT.update(_rows("lower_input", "batch_norm"))
 _DEFAULT.update(_rows("fp32_warn", "binary_cross_entropy"))
 _DEFAULT.update(_rows("passthrough", """

@@ -18,3 +18,12 @@ from .recurrent import *
 from .reduction import *
 from .shape import *
 from .sparse import *
+from .transcendental import *
+from .blas import *
+from .scan import *
+from .distance import *
+from .loss_margin import *
+from .upsample import *
+from .sampling import *
+from .conv_nd import *
+from .recurrent_relu import *

@@ -1,0 +1,72 @@
+"""Scans: ``cumprod`` (``cumsum`` lives with the reductions).
+
+Like the reductions, the running product accumulates in float32 or wider whatever the input
+dtype (invariant 3) and is returned in the input's dtype.
+"""
+
+from __future__ import annotations
+
+from .._backend import get_array_module
+from ..autodiff.function import Function
+from ..tensor import Tensor
+from ._utils import acc_dtype, const, fast_backward, normalize_axis
+from .reduction import cumsum
+
+__all__ = ["cumprod"]
+
+
+def _rev_cumsum(xp, a):
+    return xp.flip(xp.cumsum(xp.flip(a, -1), axis=-1), -1)
+
+
+class CumProd(Function):
+    name = "cumprod"
+
+    def forward(self, x, axis):
+        self.axis = axis
+        xp = get_array_module(x)
+        acc = acc_dtype(x.dtype) if x.dtype.kind not in "biu" else None
+        y = xp.cumprod(x, axis=axis, dtype=acc)
+        y = y.astype(x.dtype, copy=False) if acc is not None else y
+        self.save_for_backward(x, y)
+        return y
+
+    def backward(self, gy):
+        x, y = self.saved_tensors
+        xp = get_array_module(x.data)
+        if not bool(xp.any(x.data == 0)):
+            # d y_j / d x_i = y_j / x_i for j >= i: a suffix sum of gy * y, divided by x.
+            flip = (slice(None),) * self.axis + (slice(None, None, -1),)
+            return cumsum((gy * y)[flip], axis=self.axis)[flip] / x
+        if not fast_backward():
+            raise RuntimeError("cumprod: double backward through a product containing zeros "
+                               "is not supported; perturb the zeros or avoid create_graph=True")
+        return const(self._grad_with_zeros(xp, x.data, gy.data))
+
+    def _grad_with_zeros(self, xp, x, gy):
+        """Exact gradient when slices contain zeros: before a slice's first zero the usual
+        formula holds, at it the product skips that element, after it the gradient is 0."""
+        acc = acc_dtype(x.dtype)
+        xm = xp.moveaxis(x, self.axis, -1).astype(acc)
+        gm = xp.moveaxis(gy, self.axis, -1).astype(acc)
+        n = xm.shape[-1]
+        pos = xp.arange(n)
+        is_zero = xm == 0
+        first = xp.where(is_zero.any(-1), xp.argmax(is_zero, axis=-1), n)[..., None]
+        y = xp.cumprod(xm, axis=-1)
+        before = _rev_cumsum(xp, gm * y) / xp.where(is_zero, 1.0, xm)
+        x1 = xp.where(pos == first, 1.0, xm)  # the first zero replaced by 1
+        at = _rev_cumsum(xp, gm * xp.cumprod(x1, axis=-1))
+        g = xp.where(pos < first, before, xp.where(pos == first, at, 0.0))
+        return xp.moveaxis(g, -1, self.axis).astype(x.dtype)
+
+
+def cumprod(x: Tensor, axis=None, *, dim=None) -> Tensor:
+    """Inclusive running product along ``axis`` (``dim`` is PyTorch's spelling; of the
+    flattened tensor when both are None). Exact gradient with zeros."""
+    if axis is None:
+        axis = dim
+    if axis is None:
+        x = x.reshape(-1)
+        axis = 0
+    return CumProd.apply(x, axis=normalize_axis(axis, x.ndim, "cumprod"))

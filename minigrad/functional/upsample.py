@@ -1,0 +1,189 @@
+"""Resampling: ``interpolate`` (nearest, nearest-exact, linear, bilinear, bicubic, trilinear,
+area) and the ``upsample_*`` spellings, with PyTorch's coordinate conventions.
+
+Every mode is separable: along each spatial axis the output is a fixed (out, in) matrix times
+the input, built on the host from the sizes alone. So a resize is one small matmul per axis,
+and its gradient is the transposed matrix, for free through ``matmul``'s backward. Each mode is
+its own composite (``upsample_nearest``, ``upsample_bilinear``...), so each is a float32 row of
+the AMP policy as AMP_REFERENCE section 1 lists them; ``area`` runs under the ``interpolate``
+row.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._backend import get_array_module
+from ..tensor import Tensor
+from ._composite import composite
+from ._utils import const, op_error
+from .linalg import matmul
+
+__all__ = [
+    "interpolate", "upsample", "upsample_bicubic", "upsample_bilinear", "upsample_linear",
+    "upsample_nearest", "upsample_trilinear",
+]
+
+_SPATIAL = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
+_CUBIC_A = -0.75  # PyTorch's (and OpenCV's) bicubic convolution coefficient
+
+
+def _source(dst, n_in, n_out, scale, align_corners):
+    """Source coordinate of output index ``dst`` (PyTorch's area_pixel_compute_source_index,
+    without the clamp)."""
+    if align_corners:
+        return dst * ((n_in - 1) / (n_out - 1) if n_out > 1 else 0.0)
+    return (dst + 0.5) * scale - 0.5
+
+
+def _cubic(t):
+    a, t = _CUBIC_A, np.abs(t)
+    return np.where(t <= 1, ((a + 2) * t - (a + 3)) * t * t + 1,
+                    np.where(t < 2, ((a * t - 5 * a) * t + 8 * a) * t - 4 * a, 0.0))
+
+
+def _matrix(mode, n_in, n_out, scale, align_corners):
+    """The (n_out, n_in) resampling matrix of one axis, in float64."""
+    w = np.zeros((n_out, n_in))
+    dst = np.arange(n_out, dtype=np.float64)
+    rows = np.arange(n_out)
+    if mode in ("nearest", "nearest-exact"):
+        off = 0.5 if mode == "nearest-exact" else 0.0
+        src = np.minimum(np.floor((dst + off) * scale).astype(np.int64), n_in - 1)
+        w[rows, src] = 1.0
+    elif mode == "area":  # adaptive average pooling bins
+        for i in range(n_out):
+            lo, hi = (i * n_in) // n_out, -(-((i + 1) * n_in) // n_out)
+            w[i, lo:hi] = 1.0 / (hi - lo)
+    elif mode == "bicubic":
+        src = _source(dst, n_in, n_out, scale, align_corners)
+        i0 = np.floor(src).astype(np.int64)
+        t = src - i0
+        for k in range(-1, 3):
+            np.add.at(w, (rows, np.clip(i0 + k, 0, n_in - 1)), _cubic(t - k))
+    else:  # linear family
+        src = np.maximum(_source(dst, n_in, n_out, scale, align_corners), 0.0)
+        i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+        i1 = np.minimum(i0 + 1, n_in - 1)
+        lam = src - i0
+        np.add.at(w, (rows, i0), 1.0 - lam)
+        np.add.at(w, (rows, i1), lam)
+    return w
+
+
+def _resample_impl(x, mats):
+    nd = len(mats)
+    for k, m in enumerate(mats):
+        axis = x.ndim - nd + k
+        if m is None:
+            continue
+        # The weights take the dtype the op runs in (after autocast's cast), not the caller's.
+        w = const(m.T.astype(x.dtype))
+        x = matmul(x.swapaxes(axis, -1), w).swapaxes(axis, -1)
+    return x
+
+
+_CLASSES = {name: composite(name, _resample_impl) for name in (
+    "upsample_nearest", "upsample_linear", "upsample_bilinear", "upsample_bicubic",
+    "upsample_trilinear", "interpolate")}
+_ROW = {"nearest": "upsample_nearest", "nearest-exact": "upsample_nearest",
+        "linear": "upsample_linear", "bilinear": "upsample_bilinear",
+        "bicubic": "upsample_bicubic", "trilinear": "upsample_trilinear", "area": "interpolate"}
+
+
+def _per_axis(v, n, what):
+    if v is None:
+        return None
+    t = tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+    if len(t) != n:
+        raise op_error("interpolate", f"{what} must be a number or a {n}-tuple", **{what: v})
+    return t
+
+
+def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "nearest",
+                align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
+                antialias: bool = False) -> Tensor:
+    """Resize the spatial axes of ``(N, C, *spatial)`` input (``torch.nn.functional.interpolate``).
+
+    Args:
+        input: 3-D (linear), 4-D (bilinear, bicubic) or 5-D (trilinear) input; nearest,
+            nearest-exact and area take 1 to 3 spatial axes.
+        size: output spatial size (int or tuple); exactly one of size / scale_factor.
+        scale_factor: multiplier (number or tuple); the output size is ``floor(in * scale)``.
+        mode: "nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area".
+        align_corners: for the linear modes and bicubic only (default False): map the corner
+            pixels' centres onto each other.
+        recompute_scale_factor: True: coordinates use the computed output size rather than
+            ``scale_factor``.
+        antialias: not supported (raises when True).
+    """
+    op = "interpolate"
+    if mode not in _ROW:
+        raise op_error(op, f"unknown mode {mode!r}; use one of {sorted(_ROW)}")
+    if antialias:
+        raise op_error(op, "antialias=True is not supported")
+    nd = input.ndim - 2
+    if nd < 1 or nd > 3 or (mode in _SPATIAL and nd != _SPATIAL[mode]):
+        want = f"{_SPATIAL[mode] + 2}-D" if mode in _SPATIAL else "3-D to 5-D"
+        raise op_error(op, f"mode {mode!r} expects {want} input (N, C, *spatial)",
+                       input=input.shape)
+    if align_corners is not None and mode not in ("linear", "bilinear", "bicubic", "trilinear"):
+        raise op_error(op, "align_corners only applies to the linear modes and bicubic",
+                       mode=mode)
+    if (size is None) == (scale_factor is None):
+        raise op_error(op, "pass exactly one of size and scale_factor", size=size,
+                       scale_factor=scale_factor)
+    in_sizes = input.shape[2:]
+    sizes = _per_axis(size, nd, "size")
+    factors = _per_axis(scale_factor, nd, "scale_factor")
+    if sizes is None:
+        sizes = tuple(int(math.floor(n * f)) for n, f in zip(in_sizes, factors))
+    if min(sizes) < 1:
+        raise op_error(op, f"output size {sizes} must be positive", input=input.shape)
+    mats = []
+    for k in range(nd):
+        n_in, n_out = in_sizes[k], int(sizes[k])
+        if factors is not None and not recompute_scale_factor and mode != "area":
+            scale = 1.0 / factors[k]
+        else:
+            scale = n_in / n_out
+        mats.append(_matrix(mode, n_in, n_out, scale, bool(align_corners)))
+    xp = get_array_module(input.data)
+    dtype = input.dtype if input.dtype.kind == "f" or input.dtype.kind == "V" else np.float32
+    if dtype != input.dtype:
+        input = input.astype(dtype)
+    mats = [None if m.shape[0] == m.shape[1] and np.array_equal(m, np.eye(m.shape[0]))
+            else xp.asarray(m) for m in mats]
+    return _CLASSES[_ROW[mode]].apply(input, kw={"mats": mats})
+
+
+upsample = interpolate  # torch.nn.functional.upsample (deprecated alias)
+
+
+def upsample_nearest(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """``interpolate(input, size, scale_factor, mode="nearest")``."""
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input: Tensor, size=None, scale_factor=None) -> Tensor:
+    """Bilinear resize with ``align_corners=True`` (PyTorch's deprecated
+    ``upsample_bilinear``)."""
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def upsample_linear(input: Tensor, size=None, scale_factor=None, align_corners=False):
+    """``interpolate(..., mode="linear")`` on (N, C, L) input."""
+    return interpolate(input, size, scale_factor, mode="linear", align_corners=align_corners)
+
+
+def upsample_bicubic(input: Tensor, size=None, scale_factor=None, align_corners=False):
+    """``interpolate(..., mode="bicubic")`` on (N, C, H, W) input."""
+    return interpolate(input, size, scale_factor, mode="bicubic", align_corners=align_corners)
+
+
+def upsample_trilinear(input: Tensor, size=None, scale_factor=None, align_corners=False):
+    """``interpolate(..., mode="trilinear")`` on (N, C, D, H, W) input."""
+    return interpolate(input, size, scale_factor, mode="trilinear",
+                       align_corners=align_corners)
