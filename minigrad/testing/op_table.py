@@ -9,7 +9,8 @@ and fails when a public op has no entry, so adding an op is: one ``Function`` cl
 
 Inputs are NumPy arrays (float64 for floating inputs): floating arrays are the differentiable
 inputs unless their position is listed in ``Sample.const``; integer arrays and Python values
-are passed through unchanged. A list of arrays (``concat``'s input) counts as one argument.
+are passed through unchanged. A list or tuple of arrays (``concat``'s input, ``lstm_cell``'s ``(h, c)``) counts as one
+argument.
 Known deviations from the expected (PyTorch-like) behaviour are declared with ``xfail=reason``;
 the runner turns them into ``pytest.mark.xfail(strict=False)``.
 """
@@ -178,11 +179,12 @@ def bind(op, sample: Sample, convert=None):
     """Split a sample into ``(fn, arrays)``: ``fn(*tensors)`` calls ``op`` on ``arrays``.
 
     ``arrays`` are the differentiable (floating, non-const) inputs in order; every other array
-    becomes a Tensor built by ``convert(array)`` (default ``minigrad.tensor``).
+    becomes a Tensor built by ``convert(array)`` (default: a Tensor over a copy, so ops that
+    update buffers in place, batch_norm's running statistics, never change the table).
     """
     import minigrad as mg
 
-    convert = convert or mg.tensor
+    convert = convert or (lambda a: mg.tensor(np.array(a)))
     arrays: list = []
     plan: list = []  # per argument: ("diff", k) / ("list", [...]) / ("value", v)
 
@@ -195,18 +197,18 @@ def bind(op, sample: Sample, convert=None):
         return ("value", a)
 
     for i, a in enumerate(sample.args):
-        if isinstance(a, list):
-            plan.append(("list", [slot(x, i in sample.const) for x in a]))
+        if isinstance(a, (list, tuple)) and any(isinstance(x, np.ndarray) for x in a):
+            plan.append(("seq", type(a), [slot(x, i in sample.const) for x in a]))
         else:
             plan.append(slot(a, i in sample.const))
 
     def build(s, tensors):
+        if s[0] == "seq":
+            return s[1](build(x, tensors) for x in s[2])
         return tensors[s[1]] if s[0] == "diff" else s[1]
 
     def fn(*tensors):
-        args = [[build(s, tensors) for s in p[1]] if p[0] == "list" else build(p, tensors)
-                for p in plan]
-        return op(*args, **sample.kwargs)
+        return op(*[build(p, tensors) for p in plan], **sample.kwargs)
 
     return fn, arrays
 
