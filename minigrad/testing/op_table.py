@@ -9,8 +9,8 @@ and fails when a public op has no entry, so adding an op is: one ``Function`` cl
 
 Inputs are NumPy arrays (float64 for floating inputs): floating arrays are the differentiable
 inputs unless their position is listed in ``Sample.const``; integer arrays and Python values
-are passed through unchanged. A list or tuple of arrays (``concat``'s input, ``lstm_cell``'s ``(h, c)``) counts as one
-argument.
+are passed through unchanged. A list or tuple of arrays (``concat``'s input, ``lstm_cell``'s
+``(h, c)``) counts as one argument.
 Known deviations from the expected (PyTorch-like) behaviour are declared with ``xfail=reason``;
 the runner turns them into ``pytest.mark.xfail(strict=False)``.
 """
@@ -158,7 +158,7 @@ def public_ops() -> set:
 
 
 def op_table() -> dict:
-    """Public name -> :class:`OpInfo`, gathered from ``minigrad/testing/ops/*.py`` (``OPS`` lists)."""
+    """Public name -> :class:`OpInfo`, from the ``OPS`` lists of ``minigrad/testing/ops/*.py``."""
     from . import ops
 
     table: dict = {}

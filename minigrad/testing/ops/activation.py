@@ -27,6 +27,8 @@ def _entry(name, ref, policy_name=None, nan_row=None):
                    NonFinite((np.array([1.0, INF]),), nan_row, name="inf")))
 
 
+__all__ = ["OPS"]
+
 OPS = [
     _entry("softmax", _softmax, nan_row=[NAN, NAN]),
     _entry("log_softmax", lambda x, axis=-1: np.log(_softmax(x, axis)), nan_row=[NAN, NAN]),

@@ -15,6 +15,8 @@ def _sdpa_ref(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=Non
     return e / e.sum(-1, keepdims=True) @ v
 
 
+__all__ = ["OPS"]
+
 OPS = [
     OpInfo("scaled_dot_product_attention", "attention", (
         Sample((rand(2, 3, 4), rand(2, 5, 4, seed=1), rand(2, 5, 2, seed=2))),

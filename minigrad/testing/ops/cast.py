@@ -5,6 +5,8 @@ from ..op_table import ErrorInput, OpInfo, Sample, rand
 # float64 -> float32 -> float64 loses ~1e-7 relatively: differentiate with a coarse step.
 _F32_TOL = {"eps": 1e-3, "atol": 1e-3, "rtol": 1e-3}
 
+__all__ = ["OPS"]
+
 OPS = [
     OpInfo("cast", "cast", (
         Sample((rand(3, 4), "float32")),

@@ -6,6 +6,8 @@ _ARG_ERR = "conv argument validation: stride must be positive (today: ZeroDivisi
 _EMPTY = ("an empty batch (N=0) fails in the forward: ValueError 'cannot reshape array of size 0' "
           "in _conv_kernels (PyTorch returns an empty output)")
 
+__all__ = ["OPS"]
+
 OPS = [
     OpInfo("conv2d", "conv", (
         Sample((rand(1, 2, 5, 5), rand(3, 2, 3, 3, seed=1), rand(3, seed=2))),

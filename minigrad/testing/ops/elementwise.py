@@ -55,6 +55,8 @@ def _sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
+__all__ = ["OPS"]
+
 OPS = [
     _unary("abs", "passthrough", [NAN, INF, INF], ref=np.abs, gradgrad=False),
     _unary("cos", "passthrough", [NAN, NAN, NAN], ref=np.cos),
@@ -62,7 +64,8 @@ OPS = [
     _unary("exp", "fp32", [NAN, INF, 0.0], ref=np.exp),
     _unary("expm1", "fp32", [NAN, INF, -1.0], ref=np.expm1),
     _unary("gelu", "passthrough", [NAN, INF, NAN], xfail_0d=_ERF_0D),
-    _unary("leaky_relu", "passthrough", [NAN, INF, -INF], kwargs={"negative_slope": 0.1}, gradgrad=False,
+    _unary("leaky_relu", "passthrough", [NAN, INF, -INF], kwargs={"negative_slope": 0.1},
+           gradgrad=False,
            ref=lambda x, negative_slope: np.where(x > 0, x, negative_slope * x)),
     _unary("log", "fp32", [NAN, INF, NAN], domain=pos, ref=np.log),
     _unary("log1p", "fp32", [NAN, INF, NAN], domain=pos, ref=np.log1p),
@@ -115,7 +118,8 @@ OPS = [
         Sample((rand(3, 4) > 0, rand(3, 4), rand(3, 4, seed=1))),
         Sample((rand(3, 4) > 0, rand(4), rand(3, 1, seed=1)), name="broadcast"),
         Sample((np.array(True), rand(), rand(seed=1)), name="0d"),
-        Sample((np.zeros((0, 4), bool), rand(0, 4), rand(4)), name="empty")), "promote", ref=np.where,
+        Sample((np.zeros((0, 4), bool), rand(0, 4), rand(4)), name="empty")), "promote",
+        ref=np.where,
         errors=(ErrorInput((rand(2) > 0, rand(2, 3), rand(4)), ValueError,
                            ("where", "(2, 3)", "(4,)"), name="broadcast", xfail=_SHAPE_ERR),)),
     OpInfo("prelu", "elementwise", (

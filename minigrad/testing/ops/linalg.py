@@ -16,6 +16,8 @@ def _op(name, samples, errors, ref=None, amp="lower"):
                   gradgrad=True)
 
 
+__all__ = ["OPS"]
+
 OPS = [
     _op("matmul", [Sample((rand(3, 4), rand(4, 2, seed=1))),
                    Sample((rand(2, 3, 4), rand(4, 2, seed=1)), name="broadcast"),

@@ -16,6 +16,10 @@ def _prob(*shape, seed=0):
     return rand(*shape, low=0.1, high=0.9, seed=seed)
 
 
+def _log_prob(*shape, seed=0):
+    return np.asarray(np.log(_prob(*shape, seed=seed)))
+
+
 def _pointwise(name, target=rand, input_=rand, amp="fp32", kwargs=None, **kw):
     """An ``op(input, target, reduction=...)`` loss; the target is not differentiated."""
     kwargs = kwargs or {}
@@ -48,11 +52,13 @@ def _ce(name, policy_name=None, **kw):
         nonfinite=(NonFinite((np.array([[1.0, NAN]]), np.array([0])), NAN),), **kw)
 
 
+__all__ = ["OPS"]
+
 OPS = [
     _pointwise("mse_loss"),
     _pointwise("l1_loss", kwargs=None),
     _pointwise("smooth_l1_loss", kwargs={"beta": 0.5}),
-    _pointwise("kl_div", target=_prob, input_=lambda *s, seed=0: np.asarray(np.log(_prob(*s, seed=seed)))),
+    _pointwise("kl_div", target=_prob, input_=_log_prob),
     _pointwise("binary_cross_entropy_with_logits", target=_prob),
     OpInfo("binary_cross_entropy", "loss", (
         Sample((_prob(3, 4), _prob(3, 4, seed=1)), const=(1,)),

@@ -21,6 +21,8 @@ def _ln_ref(x, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 _BN_EVAL = (rand(4, 3), rand(3, seed=1), pos(3, seed=2), pos(3, seed=3), rand(3, seed=4))
 
+__all__ = ["OPS"]
+
 OPS = [
     OpInfo("batch_norm", "normalization", (
         # running statistics are buffers, never differentiated

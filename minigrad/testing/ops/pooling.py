@@ -4,6 +4,8 @@ import numpy as np
 
 from ..op_table import INF, NAN, ErrorInput, NonFinite, OpInfo, Sample, rand
 
+__all__ = ["OPS"]
+
 OPS = [
     OpInfo("max_pool2d", "pooling", (
         Sample((rand(1, 2, 4, 4), 2)),

@@ -25,4 +25,6 @@ def _rnn_ref(x, h, w_ih, w_hh, b_ih=None, b_hh=None):
     return np.tanh(y if b_ih is None else y + b_ih + b_hh)
 
 
+__all__ = ["OPS"]
+
 OPS = [_cell("rnn_tanh_cell", 1, _rnn_ref), _cell("lstm_cell", 4), _cell("gru_cell", 3)]

@@ -60,6 +60,8 @@ def _norm(x, ord=2, axis=None, keepdims=False):
     return np.sum(np.abs(x) ** ord, axis=axis, keepdims=keepdims) ** (1 / ord)
 
 
+__all__ = ["OPS"]
+
 OPS = [
     _reduction("sum", "fp32", _np(np.sum), empty=0.0),
     _reduction("mean", "fp32", None, empty=NAN),

@@ -12,9 +12,12 @@ def _op(name, samples, errors=(), ref=None, amp="passthrough", **kw):
     return OpInfo(name, "shape", tuple(samples), amp, errors=tuple(errors), ref=ref, **kw)
 
 
+__all__ = ["OPS"]
+
 OPS = [
     _op("reshape", [Sample((rand(3, 4), (2, 6))), Sample((rand(3, 4), (-1,)), name="infer"),
-                    Sample((rand(), (1, 1)), name="0d"), Sample((rand(0, 4), (4, 0)), name="empty")],
+                    Sample((rand(), (1, 1)), name="0d"),
+                    Sample((rand(0, 4), (4, 0)), name="empty")],
         [ErrorInput((rand(2, 3), (4,)), ValueError, ("reshape", "(4,)"), name="size")],
         ref=np.reshape),
     _op("transpose", [Sample((rand(2, 3, 4),)), Sample((rand(2, 3, 4), (1, 2, 0)), name="axes"),
@@ -99,7 +102,8 @@ OPS = [
         [ErrorInput((rand(2, 3), 1, np.array([[5, 0], [0, 0]]), rand(2, 2)),
                     (IndexError, ValueError), ("scatter_add", "out of range"), name="index")],
         amp="promote"),
-    _op("one_hot", [Sample((np.array([0, 2, 1]), 3)), Sample((np.array([], np.int64), 2), name="empty")],
+    _op("one_hot", [Sample((np.array([0, 2, 1]), 3)),
+                    Sample((np.array([], np.int64), 2), name="empty")],
         [ErrorInput((np.array([3]), 2), ValueError, ("one_hot", "num_classes=2"), name="range")],
         differentiable=False, ref=lambda t, n: np.eye(n)[t]),
 ]

@@ -7,6 +7,8 @@ from ..op_table import ErrorInput, OpInfo, Sample, ints, rand
 _EMB_ERR = ("an out-of-range embedding index raises IndexError 'index out of range' as in "
             "PyTorch (today: ValueError)")
 
+__all__ = ["OPS"]
+
 OPS = [
     OpInfo("embedding", "sparse", (
         Sample((ints(5, 2, 3), rand(5, 4))),
