@@ -103,7 +103,9 @@ class OpInfo:
         ref: NumPy reference ``ref(*args, **kwargs)`` for the forward value of every sample.
         tol: keyword arguments for ``gradcheck`` (``atol``, ``rtol``, ``eps``).
         amp_note: why ``amp`` is None.
-        xfail: test name (``"gradgrad"``, ``"autocast"``, ``"noncontiguous"``) -> reason.
+        xfail: test name (``"forward"``, ``"gradcheck"``, ``"gradgrad"``, ``"noncontiguous"``,
+            ``"autocast"``, ``"nonfinite"``, ``"error"``) -> reason.
+        fn: the callable, for an op not reachable as ``F.<name>`` (an example, a draft).
     """
 
     name: str
@@ -119,9 +121,12 @@ class OpInfo:
     tol: dict = field(default_factory=dict)
     amp_note: str = ""
     xfail: dict = field(default_factory=dict)
+    fn: object = None
 
     @property
     def op(self):
+        if self.fn is not None:
+            return self.fn
         import minigrad.functional as F
 
         obj = F
