@@ -1,7 +1,8 @@
 """One parametrised suite over the op table (``minigrad/testing/op_table.py``).
 
 Every public op of ``minigrad.functional`` has an entry (test_every_public_op_has_an_entry);
-each entry's samples run forward (values, empty and 0-d shapes), through the float64 gradcheck
+each entry's samples run forward (values, empty and 0-d shapes; float32/float16/bfloat16
+against float64), through the float64 gradcheck
 (and gradgradcheck where declared), with non-contiguous inputs and under autocast (float16 and
 bfloat16); every declared error input and inf/NaN case is checked. The checks themselves live
 in ``minigrad/testing/op_checks.py``. Known deviations are declared in the table with a reason
@@ -61,6 +62,14 @@ def test_policy_row_matches_entry(info):
 @pytest.mark.parametrize("info,sample", _params(lambda i: i.samples, "forward"))
 def test_forward(info, sample):
     C.check_forward(info, sample)
+
+
+@pytest.mark.parametrize("info,dtype", [
+    pytest.param(info, dtype, id=f"{name}-{dtype}", marks=[pytest.mark.xfail(
+        reason=info.xfail[dtype], strict=False)] if dtype in info.xfail else [])
+    for name, info in sorted(TABLE.items()) for dtype in ("float32", "float16", "bfloat16")])
+def test_dtype(info, dtype):
+    C.check_dtype(info, dtype)
 
 
 @pytest.mark.parametrize("info,sample", _params(C.grad_samples, "gradcheck"))

@@ -19,7 +19,8 @@ from ..tensor import Tensor, tensor
 from ._gradcheck import gradcheck, gradgradcheck
 from .op_table import OpInfo, Sample, bind
 
-__all__ = ["autocast_applies", "check_autocast", "check_entry", "check_error", "check_forward",
+__all__ = ["autocast_applies", "check_autocast", "check_dtype", "check_entry", "check_error",
+           "check_forward",
            "check_gradcheck", "check_gradgrad", "check_noncontiguous", "check_nonfinite",
            "check_policy_row", "first_nonempty", "grad_samples", "noncontiguous_samples"]
 
@@ -85,6 +86,31 @@ def check_forward(info: OpInfo, sample: Sample) -> None:
         _close(outs[0], sample.expect)
     if info.ref is not None:
         _close(outs[0], info.ref(*sample.args, **sample.kwargs))
+
+
+_DTYPE_TOL = {"float32": 1e-4, "float16": 2e-2, "bfloat16": 6e-2}
+
+
+def check_dtype(info: OpInfo, dtype: str) -> None:
+    """With every floating input in ``dtype`` (autocast off) the op matches its float64 result
+    within that dtype's precision; floating outputs stay floating."""
+    from .. import manual_seed
+
+    sample = first_nonempty(info)
+    manual_seed(0)  # dropout: the same mask for both runs
+    ref = _call(info, sample.args, sample.kwargs)
+    ref = ref[0] if isinstance(ref, (tuple, list)) else ref
+    fn, arrays = bind(info.op, sample, lambda a: tensor(a, dtype=dtype) if a.dtype.kind == "f"
+                      else tensor(a))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        manual_seed(0)
+        out = fn(*[tensor(a, dtype=dtype) for a in arrays])
+    out = out[0] if isinstance(out, (tuple, list)) else out
+    assert is_floating(out.dtype) == is_floating(ref.dtype), (
+        f"{info.name}: {dtype} inputs gave a {out.dtype} output (float64 inputs: {ref.dtype})")
+    tol = _DTYPE_TOL[dtype]
+    _close(out.astype("float64"), ref.numpy(), atol=tol, rtol=tol)
 
 
 def check_gradcheck(info: OpInfo, sample: Sample) -> None:
@@ -208,6 +234,8 @@ def check_entry(info: OpInfo) -> None:
     check_policy_row(info)
     for s in info.samples:
         check_forward(info, s)
+    for dtype in _DTYPE_TOL:
+        check_dtype(info, dtype)
     for s in grad_samples(info):
         check_gradcheck(info, s)
     if info.gradgrad:
