@@ -23,13 +23,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["ErrorInput", "NON_OPS", "NonFinite", "OpInfo", "Sample", "bind", "op_table",
-           "public_ops"]
+__all__ = ["FAMILIES", "INF", "NAN", "NON_OPS", "ErrorInput", "NonFinite", "OpInfo", "Sample",
+           "bind", "ints", "op_table", "pos", "public_ops", "rand"]
 
 # Names exported by a family's ``__all__`` that are not ops (none today). Every exclusion
 # carries its reason; the coverage test reads this dict.
 NON_OPS: dict = {}
 
+# Op families that must declare at least one error input (one file each under functional/).
 FAMILIES = ("activation", "attention", "cast", "conv", "elementwise", "linalg", "loss",
             "normalization", "pooling", "recurrent", "reduction", "shape", "sparse")
 
@@ -168,6 +169,8 @@ def op_table() -> dict:
 
     table: dict = {}
     for mod in pkgutil.iter_modules(ops.__path__):
+        if mod.name.startswith("_"):
+            continue
         m = importlib.import_module(f"{ops.__name__}.{mod.name}")
         for info in m.OPS:
             if info.name in table:
@@ -191,7 +194,7 @@ def bind(op, sample: Sample, convert=None):
 
     convert = convert or (lambda a: mg.tensor(np.array(a)))
     arrays: list = []
-    plan: list = []  # per argument: ("diff", k) / ("list", [...]) / ("value", v)
+    plan: list = []  # per argument: ("diff", k) / ("seq", list|tuple, [slots]) / ("value", v)
 
     def slot(a, const):
         if _is_float(a) and not const:

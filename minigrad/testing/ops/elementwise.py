@@ -3,23 +3,19 @@
 import numpy as np
 
 from ..op_table import INF, NAN, ErrorInput, NonFinite, OpInfo, Sample, pos, rand
+from ._known import GRAD_0D
 
 SPECIAL = np.array([NAN, INF, -INF])
 _SHAPE_ERR = "broadcast errors name the op and both shapes (pending the broadcast-message fix)"
-# Bugs found by the table (0-d inputs); the entries mark them xfail until fixed.
-_GRAD_0D = ("backward on a 0-d input leaves x.grad holding a NumPy scalar instead of a 0-d "
-            "array (x.grad.numpy() raises AttributeError: no attribute 'get')")
 _ERF_0D = ("forward on a 0-d input raises TypeError 'return arrays must be of ArrayType' "
            "(_erf_block calls xp.reciprocal(t, out=t) on a NumPy scalar)")
 
 
 def _unary(name, amp, special, domain=rand, gradgrad=True, ref=None, kwargs=None, xfail_0d=None,
-           **kw):
+           xfail_0d_grad=None, **kw):
     kwargs = kwargs or {}
-    grad_only = xfail_0d is _GRAD_0D
     samples = (Sample((domain(3, 4),), kwargs),
-               Sample((domain(),), kwargs, name="0d", xfail=None if grad_only else xfail_0d,
-                      xfail_grad=xfail_0d if grad_only else None),
+               Sample((domain(),), kwargs, name="0d", xfail=xfail_0d, xfail_grad=xfail_0d_grad),
                Sample((domain(0, 3),), kwargs, name="empty"))
     nonfinite = (NonFinite((SPECIAL,), special, kwargs),) if special is not None else ()
     return OpInfo(name, "elementwise", samples, amp, nonfinite=nonfinite, gradgrad=gradgrad,
@@ -71,19 +67,19 @@ OPS = [
     _unary("log1p", "fp32", [NAN, INF, NAN], domain=pos, ref=np.log1p),
     _unary("neg", "passthrough", [NAN, -INF, INF], ref=np.negative, gradgrad=False),
     _unary("relu", "passthrough", [NAN, INF, 0.0], ref=lambda x: np.maximum(x, 0),
-           gradgrad=False, xfail_0d=_GRAD_0D),
+           gradgrad=False, xfail_0d_grad=GRAD_0D),
     _unary("rsqrt", "fp32", [NAN, 0.0, NAN], domain=pos, ref=lambda x: 1 / np.sqrt(x)),
-    _unary("sigmoid", "passthrough", [NAN, 1.0, 0.0], ref=_sigmoid, xfail_0d=_GRAD_0D),
+    _unary("sigmoid", "passthrough", [NAN, 1.0, 0.0], ref=_sigmoid, xfail_0d_grad=GRAD_0D),
     # PyTorch gives sign(nan) = 0; NaN in, NaN out is what the math (and NumPy) says.
     _unary("sign", "passthrough", [NAN, 1.0, -1.0], ref=np.sign, gradgrad=False),
     _unary("silu", "passthrough", [NAN, INF, NAN], ref=lambda x: x * _sigmoid(x),
-           xfail_0d=_GRAD_0D),
+           xfail_0d_grad=GRAD_0D),
     _unary("sin", "passthrough", [NAN, NAN, NAN], ref=np.sin),
     _unary("softplus", "fp32", [NAN, INF, 0.0], ref=lambda x: np.log1p(np.exp(x)),
-           xfail_0d=_GRAD_0D),
+           xfail_0d_grad=GRAD_0D),
     _unary("sqrt", "fp32", [NAN, INF, NAN], domain=pos, ref=np.sqrt),
     _unary("square", "passthrough", [NAN, INF, INF], ref=np.square),
-    _unary("tanh", "passthrough", [NAN, 1.0, -1.0], ref=np.tanh, xfail_0d=_GRAD_0D),
+    _unary("tanh", "passthrough", [NAN, 1.0, -1.0], ref=np.tanh, xfail_0d_grad=GRAD_0D),
     _binary("add", "promote", np.add),
     _binary("sub", "promote", np.subtract),
     _binary("mul", "promote", np.multiply, gradgrad=True),
@@ -110,7 +106,7 @@ OPS = [
     OpInfo("clip", "elementwise", (
         Sample((rand(3, 4), -0.5, 0.5)),
         Sample((rand(3, 4),), {"lower": 0.0}, name="lower_only"),
-        Sample((rand(), -0.5, 0.5), name="0d", xfail_grad=_GRAD_0D),
+        Sample((rand(), -0.5, 0.5), name="0d", xfail_grad=GRAD_0D),
         Sample((rand(0, 4), -0.5, 0.5), name="empty")), "passthrough",
         ref=lambda x, lower=None, upper=None: np.clip(x, lower, upper),
         nonfinite=(NonFinite((SPECIAL, 0.0, 1.0), [NAN, 1.0, 0.0]),)),

@@ -3,13 +3,10 @@
 import numpy as np
 
 from ..op_table import INF, NAN, ErrorInput, NonFinite, OpInfo, Sample, rand
+from ._known import AXIS_ERR, GRAD_0D
 
-_AXIS_ERR = ("a bad axis raises IndexError 'Dimension out of range' as in PyTorch "
-             "(today: ValueError)")
 _EMPTY_MEAN = "the mean of an empty tensor is nan as in PyTorch and NumPy (today: 0)"
 _ONE_NAN = np.array([1.0, NAN, 2.0])
-_GRAD_0D = ("backward on a 0-d input leaves x.grad holding a NumPy scalar instead of a 0-d "
-            "array (x.grad.numpy() raises AttributeError: no attribute 'get')")
 _GRAD_EMPTY = "backward of an empty reduction raises ZeroDivisionError (count 0)"
 _GRADGRAD_ALL = ("second derivative over all axes (axis=None) is wrong: gradgradcheck "
                  "analytic != numeric and the Hessian-vector product differs from "
@@ -28,7 +25,7 @@ def _reduction(name, amp, ref, gradgrad=False, nan_expect=NAN, empty=None, diffe
                Sample((rand(3, 4),), dict(kw_, axis=-2), name="neg_axis"),
                Sample((rand(),), dict(kw_), name="0d", xfail_grad=xfail_0d), *extra]
     errors = [ErrorInput((rand(2, 3),), IndexError, "Dimension out of range", {"axis": 2},
-                         name="bad_axis", xfail=_AXIS_ERR)]
+                         name="bad_axis", xfail=AXIS_ERR)]
     if empty is None:
         errors.append(ErrorInput((rand(0),), ValueError, (name, "empty"), name="empty"))
     else:
@@ -71,9 +68,9 @@ OPS = [
                xfail={"gradgrad": _GRADGRAD_ALL}),
     _reduction("prod", "fp32", _np(np.prod), gradgrad=True, empty=1.0,
                xfail={"gradgrad": _GRADGRAD_ALL}),
-    _reduction("max", "passthrough", _np(np.max), xfail_0d=_GRAD_0D, extra=(
+    _reduction("max", "passthrough", _np(np.max), xfail_0d=GRAD_0D, extra=(
         Sample((rand(3, 4),), {"axis": 1, "return_indices": True}, name="indices"),)),
-    _reduction("min", "passthrough", _np(np.min), xfail_0d=_GRAD_0D, extra=(
+    _reduction("min", "passthrough", _np(np.min), xfail_0d=GRAD_0D, extra=(
         Sample((rand(3, 4),), {"axis": 1, "return_indices": True}, name="indices"),)),
     _reduction("logsumexp", "fp32", _logsumexp, gradgrad=True, empty=-INF,
                xfail_empty="logsumexp of an empty tensor raises NumPy's 'zero-size array to "
@@ -92,7 +89,7 @@ OPS = [
         Sample((rand(3, 4),), name="flat")), "fp32",
         ref=lambda x, axis=None: np.cumsum(x, axis=axis),
         errors=(ErrorInput((rand(2, 3),), IndexError, "Dimension out of range", {"axis": 2},
-                           name="bad_axis", xfail=_AXIS_ERR),),
+                           name="bad_axis", xfail=AXIS_ERR),),
         nonfinite=(NonFinite((_ONE_NAN,), [1.0, NAN, NAN], {"axis": 0}),
                    NonFinite((np.array([INF, -INF]),), [INF, NAN], {"axis": 0},
                              name="inf_minus_inf"))),
