@@ -1,4 +1,8 @@
-"""Op-table entries for ``minigrad/functional/normalization.py``."""
+"""Op-table entries for ``minigrad/functional/normalization.py``.
+
+The gradient is computed on arrays (a ``*_backward`` Function): no second derivative, so
+``gradgrad`` stays False (double backward raises NotImplementedError naming the op).
+"""
 
 import numpy as np
 
