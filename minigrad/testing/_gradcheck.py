@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .tensor import Tensor
+from ..tensor import Tensor
 
 __all__ = ["gradcheck", "gradgradcheck"]
 
@@ -50,7 +50,7 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-4, max_dense=600, dire
     Returns:
         True; raises ``AssertionError`` naming the input and the worst element otherwise.
     """
-    from .autodiff import grad
+    from ..autodiff import grad
 
     tensors = _as_inputs(inputs, device)
     diff = [t for t in tensors if t.requires_grad]
@@ -105,7 +105,7 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-4, max_dense=600, dire
 
 def gradgradcheck(fn, inputs, **kwargs):
     """Check second derivatives: ``gradcheck`` of the (projected) first gradient of ``fn``."""
-    from .autodiff import grad
+    from ..autodiff import grad
 
     def first_grad(*xs):
         diff = [x for x in xs if x.requires_grad]

@@ -1,0 +1,97 @@
+"""Op-table entries for ``minigrad/functional/reduction.py``."""
+
+import numpy as np
+
+from ..op_table import INF, NAN, ErrorInput, NonFinite, OpInfo, Sample, rand
+from ._known import AXIS_ERR, GRAD_0D
+
+_EMPTY_MEAN = "the mean of an empty tensor is nan as in PyTorch and NumPy (today: 0)"
+_ONE_NAN = np.array([1.0, NAN, 2.0])
+_GRAD_EMPTY = "backward of an empty reduction raises ZeroDivisionError (count 0)"
+_GRADGRAD_ALL = ("second derivative over all axes (axis=None) is wrong: gradgradcheck "
+                 "analytic != numeric and the Hessian-vector product differs from "
+                 "torch.autograd's, while axis=1 is right")
+
+
+def _reduction(name, amp, ref, gradgrad=False, nan_expect=NAN, empty=None, differentiable=True,
+               kwargs=None, extra=(), xfail_0d=None, xfail_empty=None, **kw):
+    """Entry for an ``op(x, axis=None, keepdims=False)`` reduction; ``empty`` is the expected
+    value of reducing a (0,) tensor (None: it must raise, as max of nothing does)."""
+    kw_ = kwargs or {}
+    keep_axis = 1 if name.startswith("arg") else (0, 2)  # argmax takes one axis, like PyTorch
+    samples = [Sample((rand(3, 4),), dict(kw_)),
+               Sample((rand(3, 4),), dict(kw_, axis=1), name="axis"),
+               Sample((rand(2, 3, 4),), dict(kw_, axis=keep_axis, keepdims=True), name="keepdims"),
+               Sample((rand(3, 4),), dict(kw_, axis=-2), name="neg_axis"),
+               Sample((rand(),), dict(kw_), name="0d", xfail_grad=xfail_0d), *extra]
+    errors = [ErrorInput((rand(2, 3),), IndexError, "Dimension out of range", {"axis": 2},
+                         name="bad_axis", xfail=AXIS_ERR)]
+    if empty is None:
+        errors.append(ErrorInput((rand(0),), ValueError, (name, "empty"), name="empty"))
+    else:
+        xfail = _EMPTY_MEAN if name == "mean" else xfail_empty
+        xfail_grad = _GRAD_EMPTY if name in ("var", "std") else None
+        samples += [Sample((rand(0),), dict(kw_), name="empty", expect=empty, xfail=xfail,
+                           xfail_grad=xfail_grad, grad=xfail is None),
+                    Sample((rand(0, 4),), dict(kw_, axis=0), name="empty_axis",
+                           expect=np.full(4, empty), xfail=xfail, xfail_grad=xfail_grad,
+                           grad=xfail is None)]
+    nonfinite = [NonFinite((_ONE_NAN,), nan_expect, kw_)]
+    return OpInfo(name, "reduction", tuple(samples), amp, errors=tuple(errors),
+                  nonfinite=tuple(nonfinite), gradgrad=gradgrad, ref=ref,
+                  differentiable=differentiable, **kw)
+
+
+def _np(fn):
+    """NumPy reference taking minigrad's keywords (axis tuples, keepdims)."""
+    def ref(x, axis=None, keepdims=False, return_indices=False, **kw):
+        return fn(x, axis=axis, keepdims=keepdims, **kw)  # compared with the first output
+
+    return ref
+
+
+def _logsumexp(x, axis=None, keepdims=False):
+    return np.log(np.sum(np.exp(x), axis=axis, keepdims=keepdims))
+
+
+def _norm(x, ord=2, axis=None, keepdims=False):
+    return np.sum(np.abs(x) ** ord, axis=axis, keepdims=keepdims) ** (1 / ord)
+
+
+__all__ = ["OPS"]
+
+OPS = [
+    _reduction("sum", "fp32", _np(np.sum), empty=0.0),
+    _reduction("mean", "fp32", None, empty=NAN),
+    _reduction("var", "fp32", _np(np.var), gradgrad=True, empty=NAN),
+    _reduction("std", "fp32", _np(np.std), gradgrad=True, empty=NAN,
+               xfail={"gradgrad": _GRADGRAD_ALL}),
+    _reduction("prod", "fp32", _np(np.prod), gradgrad=True, empty=1.0,
+               xfail={"gradgrad": _GRADGRAD_ALL}),
+    _reduction("max", "passthrough", _np(np.max), xfail_0d=GRAD_0D, extra=(
+        Sample((rand(3, 4),), {"axis": 1, "return_indices": True}, name="indices"),)),
+    _reduction("min", "passthrough", _np(np.min), xfail_0d=GRAD_0D, extra=(
+        Sample((rand(3, 4),), {"axis": 1, "return_indices": True}, name="indices"),)),
+    _reduction("logsumexp", "fp32", _logsumexp, gradgrad=True, empty=-INF,
+               xfail_empty="logsumexp of an empty tensor raises NumPy's 'zero-size array to "
+                           "reduction operation maximum' (PyTorch: -inf)",
+               xfail={"nonfinite": "logsumexp([1, nan, 2]) is -inf: the max shift drops NaN "
+                                   "(PyTorch and the math: nan)"}),
+    _reduction("norm", "fp32", _norm, gradgrad=True, empty=0.0,
+               xfail={"gradgrad": _GRADGRAD_ALL}),
+    # PyTorch's argmax/argmin return the index of the (first) NaN.
+    _reduction("argmax", "passthrough", _np(np.argmax), differentiable=False, nan_expect=1),
+    _reduction("argmin", "passthrough", _np(np.argmin), differentiable=False, nan_expect=1),
+    OpInfo("cumsum", "reduction", (
+        Sample((rand(3, 4),), {"axis": 1}),
+        Sample((rand(3, 4),), {"axis": -2}, name="neg_axis"),
+        Sample((rand(0, 4),), {"axis": 0}, name="empty"),
+        Sample((rand(3, 4),), name="flat")), "fp32",
+        ref=lambda x, axis=None: np.cumsum(x, axis=axis),
+        errors=(ErrorInput((rand(2, 3),), IndexError, "Dimension out of range", {"axis": 2},
+                           name="bad_axis", xfail=AXIS_ERR),),
+        nonfinite=(NonFinite((_ONE_NAN,), [1.0, NAN, NAN], {"axis": 0}),
+                   NonFinite((np.array([INF, -INF]),), [INF, NAN], {"axis": 0},
+                             name="inf_minus_inf"))),
+]
+

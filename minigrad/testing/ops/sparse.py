@@ -1,0 +1,35 @@
+"""Op-table entries for ``minigrad/functional/sparse.py``."""
+
+import numpy as np
+
+from ..op_table import ErrorInput, OpInfo, Sample, ints, rand
+
+_EMB_ERR = ("an out-of-range embedding index raises IndexError 'index out of range' as in "
+            "PyTorch (today: ValueError)")
+
+__all__ = ["OPS"]
+
+OPS = [
+    OpInfo("embedding", "sparse", (
+        Sample((ints(5, 2, 3), rand(5, 4))),
+        # the padding row gets no gradient by design (PyTorch too): forward check only
+        Sample((np.array([0, 2, 0]), rand(5, 4)), {"padding_idx": 0}, name="padding_idx",
+               grad=False),
+        Sample((np.array(3), rand(5, 4)), name="0d"),
+        Sample((np.zeros((0,), np.int64), rand(5, 4)), name="empty")), "passthrough",
+        ref=lambda idx, w, padding_idx=None: w[idx],
+        errors=(ErrorInput((np.array([0, 7]), rand(5, 3)), IndexError,
+                           ("embedding", "out of range"), name="index", xfail=_EMB_ERR),
+                ErrorInput((np.array([0.0, 1.0]), rand(5, 3)), ValueError,
+                           ("embedding", "integer"), name="float_index"))),
+    # Each call draws a new mask, so only the deterministic settings are gradient-checked;
+    # the p=0.5 sample checks the forward and (same seed) the non-contiguous run.
+    OpInfo("dropout", "sparse", (
+        Sample((rand(3, 4),), {"p": 0.5}, name="p05", grad=False),
+        Sample((rand(3, 4),), {"p": 0.5, "training": False}, name="eval",
+               expect=rand(3, 4)),
+        Sample((rand(3, 4),), {"p": 0.0}, name="p0"),
+        Sample((rand(0, 4),), {"p": 0.5}, name="empty", grad=False)), "passthrough",
+        errors=(ErrorInput((rand(2, 3),), ValueError, ("dropout", "p"), {"p": 1.5},
+                           name="p_range"),)),
+]
