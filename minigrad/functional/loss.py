@@ -12,6 +12,7 @@ from .._backend import get_array_module
 from .._backend.dtypes import float32, float64, is_floating
 from ..autodiff.function import Function
 from ..tensor import Tensor
+from ._axes import check_axis
 from ._utils import op_error, sum_to_shape
 from .activation import (
     ArrayBackward,
@@ -94,10 +95,12 @@ def _targets(op, t, rows_shape, classes, ignore_index, weight, dtype):
     return ts, valid, wt
 
 
-def _class_axis(x, axis):
+def _class_axis(x, axis, op="cross_entropy"):
     if x.ndim == 1:
         return 0
-    return axis % x.ndim
+    if x.ndim == 0:
+        raise op_error(op, "input must have a class axis; got a 0-d tensor", shape=x.shape)
+    return check_axis(axis, x.ndim, op)
 
 
 class CrossEntropy(Function):
@@ -227,7 +230,7 @@ class NllLoss(Function):
     def forward(self, x, target, weight, ignore_index, reduction):
         check_floating("nll_loss", x)
         xp = get_array_module(x)
-        self.axis = axis = _class_axis(x, 1)
+        self.axis = axis = _class_axis(x, 1, "nll_loss")
         acc = acc_dtype(x.dtype)
         z, rows_shape = _class_rows(x, axis)
         ts, _, wt = _targets("nll_loss", target, rows_shape, z.shape[1], ignore_index,
