@@ -21,8 +21,8 @@ import numpy as np
 
 from .dtypes import float64
 
-__all__ = ["IndexOutOfRange", "index_debug", "check_index_range", "scatter_add_flat",
-           "scatter_add_rows"]
+__all__ = ["IndexOutOfRange", "index_debug", "host_checks", "check_index_range",
+           "scatter_add_flat", "scatter_add_rows"]
 
 _debug: ContextVar[bool] = ContextVar(
     "minigrad_index_debug", default=os.environ.get("MINIGRAD_DEBUG_INDEX", "") not in ("", "0"))
@@ -43,6 +43,11 @@ def index_debug(enabled: bool = True):
         _debug.reset(token)
 
 
+def host_checks(xp) -> bool:
+    """Whether value checks that read an array back to the host run (NumPy, or debug mode)."""
+    return xp is np or _debug.get()
+
+
 def check_index_range(xp, idx, n: int, op: str, allow_negative: bool = True,
                       dim_name: str = "a dimension"):
     """Raise if an integer index array has entries outside ``[-n, n)`` (``[0, n)`` when
@@ -56,7 +61,7 @@ def check_index_range(xp, idx, n: int, op: str, allow_negative: bool = True,
                          ".astype('int64')")
     if not idx.size:
         return idx
-    if xp is not np and not _debug.get():
+    if not host_checks(xp):
         # No host read: wrap negatives on the device (out-of-range ids are not detected).
         return xp.where(idx < 0, idx + n, idx) if allow_negative and idx.dtype.kind == "i" \
             else idx
