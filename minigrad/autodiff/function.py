@@ -26,6 +26,8 @@ from contextvars import ContextVar
 
 import numpy as np
 
+from .._backend import device_mismatch as _device_mismatch
+from .._backend import device_of as _device_of
 from .._backend.dtypes import is_floating
 from ..tensor import Tensor
 from .grad_mode import grad_enabled
@@ -114,7 +116,14 @@ class Function:
         fn = cls.__new__(cls)
         if policy is not None:
             inputs, fn.compute_dtype, fn.amp_reason = policy.cast_inputs(cls, inputs)
-        out = fn.forward(*[x.data if isinstance(x, Tensor) else x for x in inputs], **attrs)
+        try:
+            out = fn.forward(*[x.data if isinstance(x, Tensor) else x for x in inputs], **attrs)
+        except Exception as e:  # NumPy/CuPy mixed: name the op and both devices
+            err = _device_mismatch(cls.name, [_device_of(x.data) for x in inputs
+                                              if isinstance(x, Tensor)])
+            if err is None:
+                raise
+            raise err from e
         if isinstance(out, _np_generic):  # NumPy turns 0-d results into scalars; keep arrays
             out = _np_asarray(out)
         record = False
