@@ -8,12 +8,16 @@ File layout (a valid safetensors file that any safetensors reader can open):
 * the structure itself (dicts with any hashable keys, lists, tuples, None, bools, ints of any size,
   floats including inf/NaN, strings) is one JSON document in the ``__metadata__`` entry
   ``minigrad.structure``; arrays appear there as references to their tensor names;
-* ``minigrad.crc32`` checksums the structure and the tensor bytes, so flipped bytes are detected.
+* ``minigrad.crc32`` is a CRC-32 of the whole file -- length field, every header field (tensor
+  names, dtype codes, shapes, offsets, metadata) and the tensor bytes -- computed with its own eight
+  hex digits read as ``00000000``; any flipped byte is rejected, not just those in JSON strings.
+* nesting is bounded (:data:`MAX_DEPTH` levels), so a crafted file cannot exhaust the stack.
 
 Loading only parses JSON and copies bytes: it never executes code. Saving is atomic: the bytes go
 to a temporary file in the target directory, are flushed and fsynced, the file is renamed over the
 target with ``os.replace`` and the directory is fsynced, so a crash leaves either the old or the
-new checkpoint, never half of one.
+new checkpoint, never half of one. Temporary files carry the writer's process id, so the next
+save to the same path removes those left behind by a killed writer.
 """
 
 from __future__ import annotations
@@ -30,10 +34,18 @@ import safetensors
 from . import _backend as B
 from .tensor import Parameter, Tensor
 
-__all__ = ["save", "load"]
+__all__ = ["save", "load", "MAX_DEPTH"]
 
 _FORMAT = "minigrad"
-_VERSION = "1"
+_VERSION = "2"  # "1": the checksum covered the structure and the tensor bytes only
+_CRC_KEY = "minigrad.crc32"
+# The checksum's own digits inside the header; JSON escapes the quotes of any other occurrence
+# of this text (a user's dict key in the structure), so a valid file holds it exactly once.
+_CRC_NEEDLE = b'"' + _CRC_KEY.encode() + b'":"'
+_CRC_HOLE = b"00000000"
+
+MAX_DEPTH = 200
+"""Deepest nesting of dicts/lists/tuples a checkpoint may hold (saving refuses deeper ones)."""
 
 # numpy dtype -> (name safetensors' serializer accepts, code the file header uses)
 _DTYPES = {
@@ -74,7 +86,7 @@ class _Encoder:
         self.tensors[name] = _host_array(arr, where)
         return name
 
-    def encode(self, obj, where: str):
+    def encode(self, obj, where: str, depth: int = 0):
         if isinstance(obj, np.generic):  # before float: np.float64 subclasses Python float
             return {"$scalar": self._add(np.asarray(obj), where)}
         if obj is None or isinstance(obj, (bool, str)):
@@ -91,23 +103,30 @@ class _Encoder:
         if isinstance(obj, np.ndarray) or (B.cupy is not None and isinstance(obj, B.cupy.ndarray)):
             return {"$array": self._add(obj, where)}
         sep = "/" if where else ""
+        if isinstance(obj, (dict, list, tuple)):
+            if depth >= MAX_DEPTH:
+                raise ValueError(f"mg.save: the container at '{where[:60]}...' is nested more than "
+                                 f"{MAX_DEPTH} levels deep; flatten the structure")
+            depth += 1
         if isinstance(obj, dict):
-            return {"$dict": [[self._key(k, where), self.encode(v, f"{where}{sep}{k}")]
+            return {"$dict": [[self._key(k, where, depth),
+                               self.encode(v, f"{where}{sep}{k}", depth)]
                               for k, v in obj.items()]}
         if isinstance(obj, list):
-            return [self.encode(v, f"{where}{sep}{i}") for i, v in enumerate(obj)]
+            return [self.encode(v, f"{where}{sep}{i}", depth) for i, v in enumerate(obj)]
         if isinstance(obj, tuple):
-            return {"$tuple": [self.encode(v, f"{where}{sep}{i}") for i, v in enumerate(obj)]}
+            return {"$tuple": [self.encode(v, f"{where}{sep}{i}", depth)
+                               for i, v in enumerate(obj)]}
         raise TypeError(
             f"mg.save: cannot store a {type(obj).__name__} at '{where or '<root>'}'; checkpoints "
             "hold dicts, lists, tuples, Tensors, NumPy/CuPy arrays, numbers, strings, bools and "
             "None (call .state_dict() on modules, optimizers and schedulers)")
 
-    def _key(self, key, where):
+    def _key(self, key, where, depth):
         if isinstance(key, (Tensor, np.ndarray)) or not _hashable_plain(key):
             raise TypeError(f"mg.save: dict key {key!r} at '{where or '<root>'}' is not a "
                             "str/int/float/bool/None/tuple")
-        return self.encode(key, where)
+        return self.encode(key, where, depth)
 
 
 def _hashable_plain(key) -> bool:
@@ -116,13 +135,28 @@ def _hashable_plain(key) -> bool:
     return isinstance(key, tuple) and all(_hashable_plain(k) for k in key)
 
 
-def _crc32(tensors: dict, structure: str) -> str:
-    # Covers the structure JSON as well as the tensor bytes: a flipped byte inside a JSON
-    # string of the header still parses, so only a checksum catches it.
+def _crc32_v1(tensors: dict, structure: str) -> str:
+    """Version-1 checksum: the structure JSON and the tensor bytes (not dtypes/shapes/offsets)."""
     crc = zlib.crc32(structure.encode())
     for name in sorted(tensors):
         crc = zlib.crc32(tensors[name].reshape(-1).view(np.uint8), crc)
     return f"{crc:08x}"
+
+
+def _file_crc(data, hole: int) -> bytes:
+    """CRC-32 of all of ``data`` with the 8 bytes at ``hole`` read as ``00000000``."""
+    view = memoryview(data)
+    crc = zlib.crc32(view[:hole])
+    crc = zlib.crc32(_CRC_HOLE, crc)
+    return b"%08x" % zlib.crc32(view[hole + 8:], crc)
+
+
+def _crc_hole(data, header_end: int) -> int:
+    """Offset of the checksum digits in the header; -1 unless the key occurs exactly once."""
+    pos = data.find(_CRC_NEEDLE, 8, header_end)
+    if pos < 0 or data.find(_CRC_NEEDLE, pos + 1, header_end) >= 0:
+        return -1
+    return pos + len(_CRC_NEEDLE)
 
 
 def _serialize(tensors: dict, metadata: dict) -> bytes:
@@ -137,13 +171,39 @@ def _serialize(tensors: dict, metadata: dict) -> bytes:
     return bytes(safetensors.serialize(specs, metadata=metadata))
 
 
-def _atomic_write(path: str, data: bytes) -> None:
+def _remove_stale_temps(directory: str, base: str) -> None:
+    """Delete temp files of ``base`` whose writer process no longer exists (killed mid-save)."""
+    prefix = f".{base}."
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        if not (name.startswith(prefix) and name.endswith(".tmp")):
+            continue
+        pid = name[len(prefix):-4].split(".", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:  # the writer is gone: its temp file is an orphan
+            try:
+                os.unlink(os.path.join(directory, name))
+            except OSError:
+                pass
+        except OSError:  # alive but someone else's (EPERM): leave it
+            pass
+
+
+def _atomic_write(path: str, chunks) -> None:
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.",
-                               suffix=".tmp")
+    base = os.path.basename(path)
+    _remove_stale_temps(directory, base)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{base}.{os.getpid()}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for chunk in chunks:
+                f.write(chunk)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -174,6 +234,7 @@ def save(obj, path) -> None:
     Raises:
         TypeError: an object of another type (the message names where it is), or an array
             dtype safetensors cannot store.
+        ValueError: the object nests deeper than :data:`MAX_DEPTH` levels.
 
     Example:
         >>> import os, tempfile, minigrad as mg
@@ -190,9 +251,12 @@ def save(obj, path) -> None:
         "format": _FORMAT,
         "minigrad.version": _VERSION,
         "minigrad.structure": structure_json,
-        "minigrad.crc32": _crc32(enc.tensors, structure_json),
+        _CRC_KEY: _CRC_HOLE.decode(),
     }
-    _atomic_write(os.fspath(path), _serialize(enc.tensors, metadata))
+    data = _serialize(enc.tensors, metadata)
+    hole = _crc_hole(data, 8 + int.from_bytes(data[:8], "little"))
+    view = memoryview(data)  # written in three pieces: no copy of a large checkpoint
+    _atomic_write(os.fspath(path), (view[:hole], _file_crc(data, hole), view[hole + 8:]))
 
 
 # ---------------------------------------------------------------------------------- decoding
@@ -209,16 +273,24 @@ class _Decoder:
             raise ValueError(f"mg.load: corrupt checkpoint {self.path!r}: the structure refers "
                              f"to tensor {name!r}, which the file does not contain") from None
 
-    def decode(self, node):
+    def decode(self, node, depth: int = 0):
         if node is None or isinstance(node, (bool, int, float, str)):
             return node
+        if isinstance(node, list) or isinstance(node, dict) and (
+                "$dict" in node or "$tuple" in node):
+            if depth >= MAX_DEPTH:
+                raise ValueError(f"mg.load: corrupt checkpoint {self.path!r}: the structure "
+                                 f"nests deeper than {MAX_DEPTH} levels, which mg.save never "
+                                 "writes")
+            depth += 1
         if isinstance(node, list):
-            return [self.decode(v) for v in node]
+            return [self.decode(v, depth) for v in node]
         if isinstance(node, dict) and len(node) >= 1:
             if "$dict" in node:
-                return {self._hashable(self.decode(k)): self.decode(v) for k, v in node["$dict"]}
+                return {self._hashable(self.decode(k, depth)): self.decode(v, depth)
+                        for k, v in node["$dict"]}
             if "$tuple" in node:
-                return tuple(self.decode(v) for v in node["$tuple"])
+                return tuple([self.decode(v, depth) for v in node["$tuple"]])
             if "$tensor" in node:
                 arr = B.asarray(self._array(node["$tensor"]), device=self.device)
                 cls = Parameter if node.get("parameter") else Tensor
@@ -264,6 +336,15 @@ def _read_header(data: bytes, path: str) -> dict:
             f"mg.load: {path!r} is a safetensors file but not a minigrad checkpoint (no "
             "'format: minigrad' metadata); read plain safetensors files with "
             "safetensors.numpy.load_file")
+    if meta.get("minigrad.version") != "1":  # version 2 and later: one checksum of every byte
+        hole = _crc_hole(data, 8 + n)
+        if hole < 0 or data[hole:hole + 8] != _file_crc(data, hole):
+            raise ValueError(f"mg.load: {path!r} is corrupt: its bytes do not match the checksum "
+                             "(the file was modified or damaged after it was written)")
+        if meta.get("minigrad.version") != _VERSION:
+            raise ValueError(f"mg.load: {path!r} is checkpoint format version "
+                             f"{meta.get('minigrad.version')!r}, newer than this minigrad "
+                             f"reads ({_VERSION}); upgrade minigrad")
     return meta
 
 
@@ -305,7 +386,8 @@ def load(path, device="cpu"):
                              f"bytes for shape {info['shape']} {dtype}")
         arrays[name] = np.frombuffer(bytearray(buf) if isinstance(buf, bytes) else buf,
                                      dtype=dtype).reshape(info["shape"])
-    if meta.get("minigrad.crc32") != _crc32(arrays, meta.get("minigrad.structure", "")):
+    if meta.get("minigrad.version") == "1" and meta.get(_CRC_KEY) != _crc32_v1(
+            arrays, meta.get("minigrad.structure", "")):
         raise ValueError(f"mg.load: {path!r} is corrupt: the tensor data or structure does "
                          "not match its checksum (the file was modified or damaged after it "
                          "was written)")

@@ -645,10 +645,23 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     return Tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
-def _shape(shape):
+def _shape(shape, op: str = "tensor creation"):
+    """``shape`` (``*ints`` or one tuple/list) as a tuple of non-negative ints, or a clear error."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        return tuple(shape[0])
-    return tuple(shape)
+        shape = shape[0]
+    try:
+        dims = tuple(d.__index__() for d in shape)  # ints, NumPy ints; not floats
+    except (AttributeError, TypeError):
+        raise TypeError(f"{op}: sizes must be ints, got shape {tuple(shape)!r}") from None
+    for d in dims:
+        if d < 0:
+            raise ValueError(f"{op}: negative dimension {d} in shape {dims}; every size must be "
+                             ">= 0")
+    return dims
+
+
+def _size(size, op: str):
+    return _shape((size,) if isinstance(size, int) else size, op)
 
 
 def _xp(device):
@@ -670,7 +683,7 @@ def zeros(*shape, dtype=float32, device=None, requires_grad=False) -> Tensor:
     """A tensor of zeros."""
     xp, device = _xp(device)
     with _on(device):
-        return _created(xp.zeros(_shape(shape), dtype=normalize_dtype(dtype)), device,
+        return _created(xp.zeros(_shape(shape, "zeros"), dtype=normalize_dtype(dtype)), device,
                         requires_grad)
 
 
@@ -678,14 +691,14 @@ def ones(*shape, dtype=float32, device=None, requires_grad=False) -> Tensor:
     """A tensor of ones."""
     xp, device = _xp(device)
     with _on(device):
-        return _created(xp.ones(_shape(shape), dtype=normalize_dtype(dtype)), device,
+        return _created(xp.ones(_shape(shape, "ones"), dtype=normalize_dtype(dtype)), device,
                         requires_grad)
 
 
 def empty(*shape, dtype=float32, device=None, requires_grad=False) -> Tensor:
     xp, device = _xp(device)
     with _on(device):
-        return _created(xp.empty(_shape(shape), dtype=normalize_dtype(dtype)), device,
+        return _created(xp.empty(_shape(shape, "empty"), dtype=normalize_dtype(dtype)), device,
                         requires_grad)
 
 
@@ -694,7 +707,7 @@ def full(shape, fill_value, dtype=None, device=None, requires_grad=False) -> Ten
     if dtype is None:
         dtype = float32 if isinstance(fill_value, float) else np.asarray(fill_value).dtype
     xp, device = _xp(device)
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    shape = _size(shape, "full")
     with _on(device):
         return _created(xp.full(shape, fill_value, dtype=normalize_dtype(dtype)), device,
                         requires_grad)
@@ -732,30 +745,35 @@ def _random_array(device, draw, dtype):
 
 def randn(*shape, dtype=float32, device=None, requires_grad=False) -> Tensor:
     """Standard normal samples from the global generator (see ``mg.manual_seed``)."""
-    arr = _random_array(device, lambda g: g.standard_normal(_shape(shape), dtype=np.float32),
+    arr = _random_array(device, lambda g: g.standard_normal(_shape(shape, "randn"), dtype=np.float32),
                         dtype)
     return _created(arr, B.device_of(arr), requires_grad)
 
 
 def rand(*shape, dtype=float32, device=None, requires_grad=False) -> Tensor:
     """Uniform samples in [0, 1)."""
-    arr = _random_array(device, lambda g: g.random(_shape(shape), dtype=np.float32), dtype)
+    arr = _random_array(device, lambda g: g.random(_shape(shape, "rand"), dtype=np.float32), dtype)
     return _created(arr, B.device_of(arr), requires_grad)
 
 
 def normal(mean=0.0, std=1.0, size=(), dtype=float32, device=None) -> Tensor:
-    arr = _random_array(device, lambda g: g.normal(mean, std, size), dtype)
+    """Samples of ``N(mean, std**2)`` from the global generator."""
+    size = _size(size, "normal")
+    arr = _random_array(device, lambda g: _random.normal(g, mean, std, size), dtype)
     return _created(arr, B.device_of(arr), False)
 
 
 def uniform(low=0.0, high=1.0, size=(), dtype=float32, device=None) -> Tensor:
-    arr = _random_array(device, lambda g: g.uniform(low, high, size), dtype)
+    """Samples of ``U[low, high)`` from the global generator."""
+    size = _size(size, "uniform")
+    arr = _random_array(device, lambda g: _random.uniform(g, low, high, size), dtype)
     return _created(arr, B.device_of(arr), False)
 
 
 def randint(low, high=None, size=(), dtype=np.int64, device=None) -> Tensor:
     if high is None:
         low, high = 0, low
+    size = _size(size, "randint")
     arr = _random_array(device, lambda g: g.integers(low, high, size), dtype)
     return _created(arr, B.device_of(arr), False)
 

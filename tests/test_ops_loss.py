@@ -197,9 +197,11 @@ def test_regression_losses_match_numpy_and_gradcheck(device, rng, reduction):
 def test_mse_broadcast_target_and_fp16(device, rng):
     x = rng.standard_normal((4, 3))
     t = rng.standard_normal(3)
-    out = mse_loss(_t(x, device), _t(t, device))
+    with pytest.warns(UserWarning, match=r"mse_loss: target shape \(3,\) differs"):
+        out = mse_loss(_t(x, device), _t(t, device))
     np.testing.assert_allclose(out.item(), ((x - t) ** 2).mean(), rtol=1e-10)
-    assert gradcheck(lambda a, b: mse_loss(a, b), [x, t], device=device)
+    with pytest.warns(UserWarning):
+        assert gradcheck(lambda a, b: mse_loss(a, b), [x, t], device=device)
     big = np.full((64, 64), 300.0, np.float16)  # squares overflow float16, not float32
     out = mse_loss(_t(big, device), mg.zeros(64, 64, dtype=mg.float16, device=device))
     assert out.dtype == mg.float32 and out.item() == 90000.0
@@ -352,3 +354,67 @@ def test_mse_loss_second_derivative(reduction):
     r = np.random.default_rng(3)
     gradgradcheck(lambda a, b: mse_loss(a, b, reduction=reduction),
                   [r.standard_normal((3, 4)), r.standard_normal((3, 4))])
+
+
+def test_mse_loss_warns_when_shapes_broadcast(recwarn):
+    x = mg.ones(4, 1)
+    with pytest.warns(UserWarning, match=r"mse_loss: target shape \(4,\) differs from input "
+                                         r"shape \(4, 1\); they broadcast to \(4, 4\)"):
+        assert mse_loss(x, mg.ones(4)).item() == 0.0
+    with pytest.warns(UserWarning, match="l1_loss"):
+        l1_loss(x, mg.ones(4))
+    recwarn.clear()
+    mse_loss(x, mg.ones(4, 1))                     # same shapes, or a scalar target: silent
+    mse_loss(x, mg.tensor(1.0))
+    assert not [w for w in recwarn if "broadcast" in str(w.message)]
+
+
+def test_binary_cross_entropy_rejects_values_outside_0_1(device):
+    p = _t([0.2, 0.7], device)
+    with pytest.raises(ValueError, match=r"binary_cross_entropy: target values must be in "
+                                         r"\[0, 1\].*target_min=-1\.0, target_max=2\.0"):
+        binary_cross_entropy(p, _t([2.0, -1.0], device))
+    with pytest.raises(ValueError, match="input values must be in .*with_logits"):
+        binary_cross_entropy(_t([1.5, 0.5], device), _t([1.0, 0.0], device))
+    assert np.isfinite(binary_cross_entropy(p, _t([0.0, 1.0], device)).item())
+
+
+@pytest.mark.parametrize("kw", [{}, {"reduction": "sum"}, {"reduction": "none"},
+                                {"label_smoothing": 0.2}, {"weighted": True},
+                                {"weighted": True, "label_smoothing": 0.1, "reduction": "none"}])
+def test_cross_entropy_second_derivative(kw):
+    from minigrad.testing import gradgradcheck
+
+    r = np.random.default_rng(4)
+    kw = dict(kw)
+    if kw.pop("weighted", False):
+        kw["weight"] = mg.tensor(r.random(5) + 0.5)
+    x, t = r.standard_normal((4, 5)), mg.tensor([0, 3, -100, 4])
+    assert gradgradcheck(lambda a: cross_entropy(a, t, **kw), [x])
+    x3, t3 = r.standard_normal((2, 5, 3)), mg.tensor(r.integers(0, 5, (2, 3)))
+    assert gradgradcheck(lambda a: cross_entropy(a, t3, **kw), [x3])
+    p = r.random((4, 5))
+    p /= p.sum(1, keepdims=True)
+    assert gradgradcheck(lambda a, b: cross_entropy(a, b, **kw), [x, p])   # target too
+
+
+def test_cross_entropy_gradient_penalty_matches_array_backward(rng):
+    """The op-written backward (create_graph=True) equals the fast array one."""
+    from minigrad.autodiff import grad
+
+    x = mg.tensor(rng.standard_normal((6, 4)).astype(np.float32), requires_grad=True)
+    t = mg.tensor([0, 1, 2, 3, 0, -100])
+    w = mg.tensor(np.float32([1.0, 2.0, 0.5, 1.0]))
+    fast, = grad(cross_entropy(x, t, weight=w, label_smoothing=0.1), [x])
+    slow, = grad(cross_entropy(x, t, weight=w, label_smoothing=0.1), [x], create_graph=True)
+    assert slow.requires_grad and slow.dtype == fast.dtype == mg.float32
+    np.testing.assert_allclose(slow.numpy(), fast.numpy(), rtol=1e-6, atol=1e-7)
+    (slow * slow).sum().backward()                 # the penalty differentiates through it
+    assert x.grad is not None and np.isfinite(x.grad.numpy()).all()
+
+
+def test_cross_entropy_axis_and_weight_errors():
+    with pytest.raises(ValueError, match=r"cross_entropy: weight must have shape \(3,\)"):
+        cross_entropy(mg.zeros(2, 3), mg.tensor([0, 1]), weight=mg.ones(5))
+    with pytest.raises(IndexError, match="cross_entropy: axis 5 is out of range for a 2-D"):
+        cross_entropy(mg.zeros(2, 3), mg.tensor([0, 1]), axis=5)

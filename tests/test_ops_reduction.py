@@ -154,3 +154,45 @@ def test_against_torch(rng):
                                torch.logsumexp(t, 1).numpy(), rtol=1e-6)
     np.testing.assert_allclose(F.std(mg.tensor(a), 0, ddof=1).numpy(),
                                t.std(0).numpy(), rtol=1e-6)
+
+
+def test_empty_mean_var_std_are_nan_like_pytorch():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                 # no NumPy divide-by-zero warnings
+        for fn in (F.mean, F.var, F.std):
+            assert np.isnan(fn(mg.zeros(0)).item())
+            out = fn(mg.zeros((0, 3)), 0)
+            assert out.shape == (3,) and np.isnan(out.numpy()).all()
+        assert np.isnan(F.var(mg.tensor([2.0]), ddof=1).item())   # N - ddof = 0
+    np.testing.assert_array_equal(F.mean(mg.zeros((2, 0)), 0).numpy(), np.zeros(0))
+    torch = pytest.importorskip("torch")
+    assert torch.zeros(0).mean().isnan()
+
+
+def test_axis_errors_name_the_op_and_rank():
+    x = mg.zeros((2, 3))
+    for fn, name in ((F.sum, "sum"), (F.mean, "mean"), (F.var, "var"), (F.max, "max"),
+                     (F.argmax, "argmax"), (F.logsumexp, "logsumexp"), (F.cumsum, "cumsum")):
+        with pytest.raises(IndexError, match=rf"{name}: axis 2 is out of range for a 2-D"):
+            fn(x, 2)
+    with pytest.raises(IndexError, match=r"softmax: axis 2 .*\[-2, 1\]"):
+        F.softmax(x, axis=2)
+    with pytest.raises(IndexError, match="log_softmax: axis -3"):
+        F.log_softmax(x, axis=-3)
+    with pytest.raises(ValueError, match="repeats"):
+        F.sum(x, (1, -1))
+
+
+def test_zero_d_reductions_accept_axis_0_and_minus_1():
+    s = mg.tensor(3.0, requires_grad=True)
+    for axis in (0, -1, (0,)):
+        assert F.sum(s, axis).item() == 3.0 and F.sum(s, axis).shape == ()
+    assert F.mean(s, 0).item() == 3.0 and F.max(s, 0).item() == 3.0
+    assert F.argmax(s, 0).item() == 0
+    assert F.softmax(s, axis=0).item() == 1.0
+    with pytest.raises(IndexError, match="sum: axis 1 is out of range for a 0-D"):
+        F.sum(s, 1)
+    F.sum(s, 0).backward()
+    assert s.grad.item() == 1.0

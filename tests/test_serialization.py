@@ -126,3 +126,97 @@ def test_not_a_minigrad_checkpoint(tmp_path):
         load(path)
     with pytest.raises(TypeError, match="dtype"):
         save({"c": np.zeros(2, np.complex128)}, tmp_path / "x.safetensors")
+
+
+def test_every_flipped_byte_is_rejected(tmp_path):
+    """Each byte of a small checkpoint flipped four ways (one bit, low nibble, all bits, and
+    F<->I, the F32 -> I32 dtype-code flip) must fail to load -- including the length field,
+    dtype codes, shapes, offsets, header padding and the checksum itself."""
+    path = tmp_path / "c.safetensors"
+    save({"w": mg.tensor(np.arange(12, dtype=np.float32).reshape(3, 4)),
+          "b": np.ones(2, np.int64), "h": np.array([1.5], mg.bfloat16), "step": 7}, path)
+    good = path.read_bytes()
+    header = json.loads(good[8:8 + int.from_bytes(good[:8], "little")])
+    assert header["w"]["dtype"] == "F32" and header["w"]["shape"] == [3, 4]
+    masks = (0x01, 0x0F, 0xFF, ord("F") ^ ord("I"))
+    loaded = []
+    for pos in range(len(good)):
+        for mask in masks:
+            bad = bytearray(good)
+            bad[pos] ^= mask
+            path.write_bytes(bytes(bad))
+            try:
+                load(path)
+            except ValueError:
+                continue
+            loaded.append((pos, mask))
+    assert loaded == [], f"{len(loaded)} of {4 * len(good)} corrupted files loaded: {loaded[:5]}"
+    path.write_bytes(good)
+    assert load(path)["w"].shape == (3, 4)
+
+
+def test_swapped_shape_and_dtype_in_header_are_rejected(tmp_path):
+    path = tmp_path / "c.safetensors"
+    save({"w": np.zeros((3, 4), np.float32)}, path)
+    good = path.read_bytes()
+    for old, new in ((b"[3,4]", b"[4,3]"), (b'"F32"', b'"I32"')):
+        assert good.count(old) == 1
+        path.write_bytes(good.replace(old, new))
+        with pytest.raises(ValueError, match="checksum"):
+            load(path)
+
+
+def test_deep_nesting_is_bounded(tmp_path):
+    from minigrad.serialization import MAX_DEPTH
+
+    path = tmp_path / "deep.safetensors"
+    ok = []                                  # the root dict and MAX_DEPTH - 1 lists
+    for _ in range(MAX_DEPTH - 2):
+        ok = [ok]
+    save({"x": ok}, path)
+    out = load(path)["x"]
+    for _ in range(MAX_DEPTH - 2):
+        out = out[0]
+    assert out == []
+    too_deep = {"x": [ok]}
+    with pytest.raises(ValueError, match="nested more than"):
+        save(too_deep, path)
+    # A crafted file nesting 900 levels, with a valid checksum: a ValueError, not RecursionError.
+    import minigrad.serialization as S
+
+    structure = "[" * 900 + "]" * 900
+    data = S._serialize({}, {"format": "minigrad", "minigrad.version": "2",
+                             "minigrad.structure": structure, "minigrad.crc32": "00000000"})
+    hole = S._crc_hole(data, 8 + int.from_bytes(data[:8], "little"))
+    path.write_bytes(data[:hole] + S._file_crc(data, hole) + data[hole + 8:])
+    with pytest.raises(ValueError, match="deeper than"):
+        load(path)
+
+
+def test_save_removes_temp_files_of_killed_writers(tmp_path):
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()                                    # a pid that no longer runs
+    path = tmp_path / "c.safetensors"
+    orphan = tmp_path / f".c.safetensors.{proc.pid}.abc123.tmp"
+    orphan.write_bytes(b"half a checkpoint")
+    alive = tmp_path / f".c.safetensors.{os.getppid()}.xyz.tmp"   # a live writer's: kept
+    alive.write_bytes(b"in progress")
+    other = tmp_path / f".d.safetensors.{proc.pid}.abc.tmp"       # another path's: kept
+    other.write_bytes(b"")
+    save({"x": 1}, path)
+    assert sorted(os.listdir(tmp_path)) == sorted([alive.name, other.name, "c.safetensors"])
+
+
+def test_version_1_checkpoints_still_load(tmp_path):
+    import minigrad.serialization as S
+
+    arrays = {"w": np.arange(3, dtype=np.float32)}
+    structure = json.dumps({"$dict": [["w", {"$array": "w"}]]}, separators=(",", ":"))
+    meta = {"format": "minigrad", "minigrad.version": "1", "minigrad.structure": structure,
+            "minigrad.crc32": S._crc32_v1(arrays, structure)}
+    path = tmp_path / "v1.safetensors"
+    path.write_bytes(S._serialize(arrays, meta))
+    assert load(path)["w"].tolist() == [0, 1, 2]

@@ -15,6 +15,7 @@ from .dtypes import (
 
 __all__ = [
     "np", "get_array_module", "cupy", "cuda_available", "device_of", "normalize_device",
+    "DeviceMismatch", "device_mismatch",
     "to_device", "asarray", "from_dlpack", "bfloat16", "bool_", "float16", "float32", "float64",
     "int8", "int16", "int32", "int64", "uint8", "finfo", "is_floating", "is_low_precision",
     "normalize_dtype", "widest_float",
@@ -77,6 +78,25 @@ def device_of(array) -> str:
     if type(array) is _ndarray or cupy is None or not isinstance(array, cupy.ndarray):
         return "cpu"
     return f"cuda:{array.device.id}"
+
+
+class DeviceMismatch(RuntimeError, ValueError):
+    """Tensors of one op live on different devices (a ``RuntimeError`` as in PyTorch)."""
+
+
+def device_mismatch(op: str, devices) -> DeviceMismatch | None:
+    """The error for an op whose input ``devices`` (strings) differ, or None when they agree.
+
+    A pure function of the device strings, so the message is testable without a GPU; the
+    dispatcher calls it only after an op has already failed (no cost per op).
+    """
+    seen = list(dict.fromkeys(devices))
+    if len(seen) < 2:
+        return None
+    a, b = seen[0], seen[1]
+    return DeviceMismatch(
+        f"{op}: expected all tensors on one device, but found {a} and {b}; move them to one "
+        f"device first, e.g. x.to({b!r}) (or build the tensors with device={b!r})")
 
 
 def _require_cuda(device: str):

@@ -47,3 +47,17 @@ def set_state(state: dict) -> None:
     global _seed
     _seed = int(state["seed"])
     _cpu.bit_generator.state = state["bit_generator"]
+
+
+def normal(gen, mean, std, size):
+    """``N(mean, std**2)`` samples from ``gen``: CuPy's ``Generator`` has no ``normal()``."""
+    if isinstance(gen, np.random.Generator):
+        return gen.normal(mean, std, size)
+    return gen.standard_normal(size) * std + mean
+
+
+def uniform(gen, low, high, size):
+    """``U[low, high)`` samples from ``gen``: CuPy's ``Generator`` has no ``uniform()``."""
+    if isinstance(gen, np.random.Generator):
+        return gen.uniform(low, high, size)
+    return gen.random(size) * (high - low) + low

@@ -32,6 +32,8 @@ from contextvars import ContextVar
 
 import numpy as np
 
+from .._backend import device_mismatch as _device_mismatch
+from .._backend import device_of as _device_of
 from .._backend.dtypes import _FLOATS, float_result_type, is_floating, result_type
 from ..tensor import Tensor
 from .grad_mode import grad_enabled
@@ -195,8 +197,14 @@ class Function:
             _check_same_dtype(cls, inputs)
         try:
             out = fn.forward(*[x.data if isinstance(x, Tensor) else x for x in inputs], **attrs)
-        except (ValueError, TypeError):
-            if promote is not None and promote != "same":
+        except Exception as e:
+            # Errors are explained only after they happen, so a successful op pays nothing.
+            err = _device_mismatch(cls.name, [_device_of(x.data) for x in inputs
+                                              if isinstance(x, Tensor)])
+            if err is not None:  # NumPy/CuPy mixed: name the op and both devices
+                raise err from e
+            if promote is not None and promote != "same" and isinstance(e, (ValueError,
+                                                                            TypeError)):
                 promoted = _promote(cls, inputs)  # float16 with bfloat16: NumPy has no rule
                 if promoted is not inputs:
                     return cls.apply(*promoted, **attrs)

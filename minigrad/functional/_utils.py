@@ -6,6 +6,11 @@ import numpy as np
 
 from .._backend import get_array_module
 from .._backend.dtypes import bfloat16, float32, float64
+from .._backend.indexing import (  # noqa: F401  (re-exported for the op families)
+    check_index_range,
+    scatter_add_flat,
+    scatter_add_rows,
+)
 from ..autodiff.function import dispatch_hooks
 from ..autodiff.grad_mode import grad_enabled
 from ..tensor import Tensor
@@ -106,58 +111,6 @@ def normalize_axes(axis, ndim: int, op: str) -> tuple:
     if len(axes) != len(tuple(axis)):
         raise op_error(op, f"repeated axis in {axis}")
     return axes
-
-
-def check_index_range(xp, idx, n: int, op: str):
-    """Raise if an integer index array has entries outside ``[-n, n)``; returns it wrapped >= 0.
-
-    Out-of-range indices must not reach the bincount-based scatter, which would silently write
-    into the wrong element.
-    """
-    if idx.dtype.kind not in "iu":
-        raise op_error(op, f"index must be an integer array, got {idx.dtype}")
-    if idx.size:
-        lo, hi = int(idx.min()), int(idx.max())
-        if lo < -n or hi >= n:
-            raise op_error(op, f"index out of range: values in [{lo}, {hi}] for a dimension of "
-                           f"size {n}", valid=f"[{-n}, {n})")
-        if lo < 0:
-            idx = xp.where(idx < 0, idx + n, idx)
-    return idx
-
-
-def scatter_add_flat(xp, size: int, lin, values, dtype):
-    """``out = zeros(size); out[lin] += values`` with repeated indices accumulating.
-
-    ``numpy.add.at`` is slow and CuPy's support for ``ufunc.at`` varies, so both backends use
-    ``bincount`` over the *unique* targets (compacting first keeps the float64 bincount buffer
-    the size of ``values``, not of the output).
-    """
-    out = xp.zeros(size, dtype=dtype)
-    lin = lin.reshape(-1)
-    if lin.size == 0:
-        return out
-    uniq, inv = xp.unique(lin, return_inverse=True)
-    sums = xp.bincount(inv.reshape(-1), weights=values.reshape(-1).astype(float64, copy=False),
-                       minlength=uniq.size)
-    out[uniq] = sums.astype(dtype, copy=False)
-    return out
-
-
-def scatter_add_rows(xp, n_rows: int, rows, values, dtype):
-    """``out = zeros((n_rows,) + values.shape[1:]); out[rows] += values`` (rows may repeat)."""
-    tail = values.shape[1:]
-    width = int(np.prod(tail, dtype=np.int64)) if tail else 1
-    out = xp.zeros((n_rows, width), dtype=dtype)
-    rows = rows.reshape(-1)
-    if rows.size:
-        uniq, inv = xp.unique(rows, return_inverse=True)
-        lin = inv.reshape(-1, 1) * width + xp.arange(width)
-        sums = xp.bincount(lin.reshape(-1),
-                           weights=values.reshape(-1).astype(float64, copy=False),
-                           minlength=uniq.size * width)
-        out[uniq] = sums.reshape(uniq.size, width).astype(dtype, copy=False)
-    return out.reshape((n_rows,) + tail)
 
 
 def along_axis_linear_index(xp, idx, axis: int, shape: tuple):

@@ -17,6 +17,7 @@ from .._backend.dtypes import float32, float64, is_floating
 from ..autodiff.function import Function
 from ..autodiff.grad_mode import grad_enabled
 from ..tensor import Tensor
+from ._axes import check_axis
 from ._utils import op_error
 
 __all__ = ["log_softmax", "softmax"]
@@ -140,7 +141,12 @@ def softmax(x: Tensor, axis: int = -1) -> Tensor:
     Returns:
         A Tensor of ``x``'s shape and dtype.
     """
-    return Softmax.apply(x, axis=axis)
+    return Softmax.apply(x, axis=_axis(x, axis, "softmax"))
+
+
+def _axis(x, axis, op):
+    # A 0-d input normalises over its one element (None: NumPy has no axis 0 there).
+    return check_axis(axis, x.ndim, op) if x.ndim else None
 
 
 def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
@@ -153,4 +159,4 @@ def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
     Returns:
         A Tensor of ``x``'s shape and dtype.
     """
-    return LogSoftmax.apply(x, axis=axis)
+    return LogSoftmax.apply(x, axis=_axis(x, axis, "log_softmax"))

@@ -166,11 +166,14 @@ def _check(op, x, w, b, groups, rank, transposed=False):
 
 
 def _out_size(op, in_hw, k, stride, padding, dilation):
-    out = tuple((i + 2 * p - d * (kk - 1) - 1) // s + 1
-                for i, kk, s, p, d in zip(in_hw, k, stride, padding, dilation))
+    # Checked before the division below (stride 0 would be a ZeroDivisionError).
     if min(stride) < 1 or min(dilation) < 1 or min(padding) < 0:
         raise op_error(op, "stride and dilation must be >= 1 and padding >= 0",
                        stride=stride, padding=padding, dilation=dilation)
+    if min(k) < 1:
+        raise op_error(op, "the weight's kernel size must be >= 1", kernel=tuple(k))
+    out = tuple((i + 2 * p - d * (kk - 1) - 1) // s + 1
+                for i, kk, s, p, d in zip(in_hw, k, stride, padding, dilation))
     if min(out) < 1:
         raise op_error(op, f"output size {out} is not positive: the (dilated) kernel is larger "
                        "than the padded input; use a smaller kernel/dilation or more padding",

@@ -3,20 +3,26 @@
 Every loss computes and reduces in float32 (float64 for float64 input), so a float16 network gets
 a float32 loss (invariant 3). Class weights and ``pos_weight`` are constants (no gradient); the
 target gets a gradient wherever the loss is differentiable in it. Gradients are computed on
-arrays in one pass (no second derivative).
+arrays in one pass; ``mse_loss`` and ``cross_entropy`` also have a backward written with ops,
+used when the backward is recorded (``create_graph=True``), so they differentiate twice.
 """
 
 from __future__ import annotations
 
+import warnings
+
 from .._backend import get_array_module
 from .._backend.dtypes import float32, float64, is_floating
+from .._backend.indexing import host_checks
 from ..autodiff.function import Function
 from ..tensor import Tensor
-from ._utils import op_error, sum_to_shape
+from ._axes import check_axis
+from ._utils import const, fast_backward, op_error, sum_to_shape
 from .activation import (
     ArrayBackward,
     acc_dtype,
     check_floating,
+    log_softmax,
     run_array_backward,
     sum_to_array,
 )
@@ -87,17 +93,20 @@ def _targets(op, t, rows_shape, classes, ignore_index, weight, dtype):
     t = t.reshape(-1)
     valid = t != ignore_index
     ts = xp.where(valid, t, 0)
-    if ts.size and bool(((ts < 0) | (ts >= classes)).any()):
+    # A host read: on the GPU only in debug mode (it would stall every training step).
+    if ts.size and host_checks(xp) and bool(((ts < 0) | (ts >= classes)).any()):
         raise op_error(op, f"target values must be in [0, {classes}) or ignore_index",
                        ignore_index=ignore_index)
     wt = valid.astype(dtype) if weight is None else weight.astype(dtype)[ts] * valid
     return ts, valid, wt
 
 
-def _class_axis(x, axis):
+def _class_axis(x, axis, op="cross_entropy"):
     if x.ndim == 1:
         return 0
-    return axis % x.ndim
+    if x.ndim == 0:
+        raise op_error(op, "input must have a class axis; got a 0-d tensor", shape=x.shape)
+    return check_axis(axis, x.ndim, op)
 
 
 class CrossEntropy(Function):
@@ -112,6 +121,9 @@ class CrossEntropy(Function):
         classes = z.shape[1]
         m = z.max(axis=1, keepdims=True)
         lse = m + xp.log(xp.exp(z - m).sum(axis=1, keepdims=True))
+        if weight is not None and weight.shape != (classes,):
+            raise op_error("cross_entropy", f"weight must have shape ({classes},), one entry "
+                           "per class", weight_shape=weight.shape, input_shape=x.shape)
         w = None if weight is None else weight.astype(acc)
         eps = label_smoothing
         self.probs = is_floating(target.dtype)
@@ -142,11 +154,50 @@ class CrossEntropy(Function):
         return _reduce(loss.reshape(rows_shape), reduction, denom)
 
     def backward(self, gy):
-        saved = [_data(t) for t in self.saved_tensors]
+        saved = self.saved_tensors
+        if not fast_backward():  # recorded (create_graph) or watched: ops, differentiable again
+            return self._backward_ops(gy, saved)
         return run_array_backward(
-            CrossEntropyBackward, (gy,), self, saved=saved,
+            CrossEntropyBackward, (gy,), self, saved=[_data(t) for t in saved],
             probs=self.probs, w=self.w, eps=self.eps, reduction=self.reduction,
             denom=self.denom, axis=self.axis)
+
+    def _backward_ops(self, gy, saved):
+        """The gradient as ops: ``c * (rowsum(Q) * softmax(x) - Q)`` for the loss
+        ``-sum(Q * log_softmax(x))`` with per-row coefficient ``c`` (gradient penalties)."""
+        x, axis, eps = saved[0], self.axis, self.eps
+        xp = get_array_module(x.data)
+        acc = gy.dtype
+        keep = list(x.shape)
+        keep[axis] = 1
+        c = gy.reshape(tuple(keep)) if self.reduction == "none" else gy
+        if self.reduction == "mean":
+            c = c / self.denom
+        classes = x.shape[axis]
+        wshape = [1] * x.ndim
+        wshape[axis] = classes
+        w = None if self.w is None else const(self.w.reshape(wshape))
+        logp = log_softmax(x.astype(acc), axis)
+        need_x, need_t = self.needs_input_grad
+        if self.probs:
+            t = saved[1].astype(acc)
+            ts = t * (1.0 - eps) + eps / classes if eps else t
+            q = ts if w is None else ts * w
+            gt = None
+            if need_t:
+                gt = -logp * (1.0 - eps) * c if w is None else -logp * (w * (1.0 - eps)) * c
+                gt = gt.astype(saved[1].dtype)
+        else:
+            _, _, ts, valid, wt = [_data(v) for v in saved]
+            q_rows = xp.zeros((ts.size, classes), dtype=acc)
+            q_rows[xp.arange(ts.size), ts] = wt * (1.0 - eps)
+            if eps:
+                q_rows += (valid * (eps / classes))[:, None] * (1.0 if self.w is None else self.w)
+            q, gt = const(_unrows(q_rows, x.shape, axis)), None
+        gx = None
+        if need_x:
+            gx = ((logp.exp() * q.sum(axis, keepdims=True) - q) * c).astype(x.dtype)
+        return gx, gt
 
 
 class CrossEntropyBackward(ArrayBackward):
@@ -227,7 +278,7 @@ class NllLoss(Function):
     def forward(self, x, target, weight, ignore_index, reduction):
         check_floating("nll_loss", x)
         xp = get_array_module(x)
-        self.axis = axis = _class_axis(x, 1)
+        self.axis = axis = _class_axis(x, 1, "nll_loss")
         acc = acc_dtype(x.dtype)
         z, rows_shape = _class_rows(x, axis)
         ts, _, wt = _targets("nll_loss", target, rows_shape, z.shape[1], ignore_index,
@@ -376,6 +427,14 @@ class BinaryCrossEntropy(_Pointwise):
         return logp, log1mp
 
     def _loss(self, p, t, weight):
+        xp = get_array_module(p)
+        if host_checks(xp):  # PyTorch raises too; out-of-range values give a meaningless loss
+            for what, v in (("input", p), ("target", t)):
+                if v.size and bool(((v < 0) | (v > 1)).any()):
+                    raise op_error("binary_cross_entropy", f"{what} values must be in [0, 1] "
+                                   "(probabilities); for logits use "
+                                   "binary_cross_entropy_with_logits",
+                                   **{f"{what}_min": v.min(), f"{what}_max": v.max()})
         logp, log1mp = self._logs(p)
         loss = -(t * logp + (1.0 - t) * log1mp)
         return loss if weight is None else loss * weight.astype(loss.dtype)
@@ -449,7 +508,23 @@ class KlDiv(_Pointwise):
 def _pointwise(cls, op, input, target, reduction, **params):
     _check_reduction(op, reduction)
     target = _as_tensor(target, input)
+    if target.shape != input.shape and target.size > 1 and op in _SHAPE_WARNED:
+        # (4, 1) vs (4,) broadcasts to (4, 4): almost always a bug, so say so (as PyTorch does).
+        warnings.warn(f"{op}: target shape {target.shape} differs from input shape "
+                      f"{input.shape}; they broadcast to {_broadcast_shape(input, target)}, "
+                      "which is likely not intended -- reshape one of them to match",
+                      UserWarning, stacklevel=3)
     return cls.apply(input, target, reduction=reduction, **params)
+
+
+_SHAPE_WARNED = ("mse_loss", "l1_loss", "smooth_l1_loss")
+
+
+def _broadcast_shape(a, b):
+    try:
+        return get_array_module(a.data).broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        return "nothing (incompatible)"
 
 
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:

@@ -15,7 +15,8 @@ from .._backend.dtypes import float32, is_floating
 from .._backend.kernels import sum_fp32
 from ..autodiff.function import Function
 from ..tensor import Tensor
-from ._utils import acc_dtype, const, fast_backward, normalize_axes, normalize_axis, op_error
+from ._axes import check_axis, reduction_axes
+from ._utils import acc_dtype, const, fast_backward, op_error
 from .elementwise import abs as _abs
 from .elementwise import exp as _exp
 from .elementwise import pow as _pow
@@ -38,7 +39,12 @@ __all__ = [
 
 
 def _axes(axis, ndim, op="reduction"):
-    return normalize_axes(axis, ndim, op)
+    return reduction_axes(axis, ndim, op)
+
+
+def _nan_like(xp, out):
+    """All-nan array shaped like ``out``: the mean/variance of no elements (PyTorch)."""
+    return xp.full(out.shape, math.nan, dtype=out.dtype)
 
 
 def _count(shape, axes) -> int:
@@ -87,8 +93,11 @@ class Mean(Function):
         self.axes = _axes(axis, x.ndim, "mean")
         self.keepdims = keepdims
         self.in_shape = x.shape
-        self.count = builtins.max(_count(x.shape, self.axes), 1)
+        count = _count(x.shape, self.axes)
+        self.count = builtins.max(count, 1)
         out = sum_fp32(x, axis=self.axes, keepdims=keepdims) / self.count
+        if count == 0:  # nan, not 0: the mean of nothing is undefined
+            out = _nan_like(get_array_module(out), out)
         return out.astype(x.dtype if is_floating(x.dtype) else float32, copy=False)
 
     def backward(self, gy):
@@ -106,7 +115,9 @@ class Var(Function):
         z = x.astype(acc_dtype(x.dtype), copy=False)
         count = builtins.max(_count(x.shape, self.axes), 1)
         d = z - sum_fp32(z, axis=self.axes, keepdims=True) / count
-        out = sum_fp32(d * d, axis=self.axes, keepdims=keepdims) / self.denom
+        out = sum_fp32(d * d, axis=self.axes, keepdims=keepdims)
+        # N - ddof <= 0 (empty input, or one element with ddof=1): nan, as in PyTorch.
+        out = out / self.denom if self.denom > 0 else _nan_like(get_array_module(out), out)
         return out.astype(x.dtype, copy=False)
 
     def _centered(self, x):
@@ -115,7 +126,7 @@ class Var(Function):
     def backward(self, gy):
         (x,) = self.saved_tensors
         g = _expand_grad(gy, self.in_shape, self.axes, self.keepdims)
-        return g * self._centered(x) * (2.0 / self.denom)
+        return g * self._centered(x) * (2.0 / self.denom if self.denom > 0 else math.nan)
 
 
 class Std(Var):
@@ -130,7 +141,7 @@ class Std(Var):
     def backward(self, gy):
         x, y = self.saved_tensors
         g = _expand_grad(gy / y, self.in_shape, self.axes, self.keepdims)
-        return g * self._centered(x) * (1.0 / self.denom)
+        return g * self._centered(x) * (1.0 / self.denom if self.denom > 0 else math.nan)
 
 
 def _move_to_end(x, axes):
@@ -198,10 +209,12 @@ class ArgMax(Function):
 
     def forward(self, x, axis, keepdims):
         xp = get_array_module(x)
-        if axis is None:
+        if axis is None or x.ndim == 0:
+            if axis is not None:
+                check_axis(axis, 0, self.name)
             idx = getattr(xp, self._arg)(x.reshape(-1))
             return idx.reshape((1,) * x.ndim) if keepdims else idx
-        axis = normalize_axis(axis, x.ndim, self.name)
+        axis = check_axis(axis, x.ndim, self.name)
         idx = getattr(xp, self._arg)(x, axis=axis)
         return xp.expand_dims(idx, axis) if keepdims else idx
 
@@ -410,7 +423,7 @@ def cumsum(x: Tensor, axis=None) -> Tensor:
     if axis is None:
         x = x.reshape(-1)
         axis = 0
-    return CumSum.apply(x, axis=normalize_axis(axis, x.ndim, "cumsum"))
+    return CumSum.apply(x, axis=check_axis(axis, x.ndim, "cumsum"))
 
 
 def norm(x: Tensor, ord=2, axis=None, keepdims: bool = False) -> Tensor:

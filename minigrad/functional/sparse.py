@@ -2,7 +2,9 @@
 
 Dropout draws its mask from minigrad's global generator (``mg.manual_seed`` makes it repeat) and
 its backward is the same masked multiply, so it differentiates any number of times. Embedding's
-gradient scatter-adds rows in float32 (repeated indices accumulate without float16 rounding).
+gradient scatter-adds rows in float32 or wider (repeated indices accumulate without float16
+rounding). Ids outside ``[0, num_embeddings)`` raise ``IndexError`` (checked on the host for NumPy
+arrays; on the GPU under ``_backend.indexing.index_debug()``).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from .._backend import device_of, get_array_module
 from .._backend import random as _random
 from .._backend.dtypes import float32
+from .._backend.indexing import check_index_range, scatter_add_rows
 from ..autodiff.function import Function
 from ..tensor import Tensor
 from ._utils import op_error
@@ -61,11 +64,10 @@ class Embedding(Function):
         if indices.dtype.kind not in "iu":
             raise op_error("embedding", "indices must be an integer tensor; cast with "
                            "astype('int64')", indices_dtype=indices.dtype)
-        try:
-            out = xp.take(weight, indices, axis=0)
-        except IndexError as e:
-            raise op_error("embedding", f"index out of range ({e})",
-                           weight_shape=weight.shape) from None
+        # Negative ids are errors (PyTorch), not NumPy's wrap-around to the last rows.
+        check_index_range(xp, indices, weight.shape[0], "embedding", allow_negative=False,
+                          dim_name="the embedding table (num_embeddings)")
+        out = xp.take(weight, indices, axis=0)
         self.indices, self.rows, self.padding_idx = indices, weight.shape[0], padding_idx
         return out
 
@@ -81,8 +83,7 @@ class EmbeddingBackward(Function):
         xp = get_array_module(gy)
         self.indices, self.padding_idx = indices, padding_idx
         dim = gy.shape[indices.ndim:]
-        gw = xp.zeros((rows,) + dim, dtype=acc_dtype(gy.dtype))
-        xp.add.at(gw, indices.reshape(-1), gy.reshape((-1,) + dim))
+        gw = scatter_add_rows(xp, rows, indices, gy.reshape((-1,) + dim), acc_dtype(gy.dtype))
         if padding_idx is not None:
             gw[padding_idx] = 0
         return gw.astype(gy.dtype, copy=False)

@@ -26,6 +26,17 @@ def _pad_mode(name, pad_mode, padding):
     return pad_mode
 
 
+def _check_sizes(name, what, values, n, minimum):
+    """``values`` must be ``n`` ints, each >= ``minimum`` (a clear error at construction, not
+    a ZeroDivisionError at the first forward)."""
+    shown = values[0] if len(values) == 1 else values
+    if len(values) != n or not all(hasattr(v, "__index__") and not isinstance(v, bool)
+                                   for v in values):
+        raise ValueError(f"{name}: {what} must be an int or a {n}-tuple of ints, got {shown}")
+    if min(values) < minimum:
+        raise ValueError(f"{name}: {what} must be >= {minimum}, got {shown}")
+
+
 class _ConvNd(Module):
     _ndim = 2
     _transposed = False
@@ -34,10 +45,18 @@ class _ConvNd(Module):
                  bias, output_padding=0, device=None, dtype=None):
         super().__init__()
         name = type(self).__name__
+        n = self._ndim
+        _check_sizes(name, "in_channels/out_channels", (in_channels, out_channels), 2, 0)
+        _check_sizes(name, "groups", (groups,), 1, 1)
+        _check_sizes(name, "kernel_size", _tuple(kernel_size, n), n, 1)
+        _check_sizes(name, "stride", _tuple(stride, n), n, 1)
+        _check_sizes(name, "dilation", _tuple(dilation, n), n, 1)
+        _check_sizes(name, "output_padding", _tuple(output_padding, n), n, 0)
+        if not isinstance(padding, str):
+            _check_sizes(name, "padding", _tuple(padding, n), n, 0)
         if in_channels % groups or out_channels % groups:
             raise ValueError(f"{name}: in_channels ({in_channels}) and out_channels "
                              f"({out_channels}) must both be divisible by groups ({groups})")
-        n = self._ndim
         if isinstance(padding, str):
             padding = self._string_padding(padding, _tuple(kernel_size, n),
                                            _tuple(dilation, n), stride)
@@ -74,6 +93,10 @@ class _ConvNd(Module):
     def reset_parameters(self) -> None:
         # PyTorch's default: kaiming_uniform(a=sqrt(5)) == U(+-1/sqrt(fan_in)), fan_in from the
         # weight's dim 1 (so for transposed convs it is out_channels/groups * kernel area).
+        if self.weight.size == 0:  # zero channels: nothing to draw (and fan_in would be 0)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+            return
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
             fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)

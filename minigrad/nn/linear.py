@@ -37,6 +37,9 @@ class Linear(Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None,
                  dtype=None):
         super().__init__()
+        for what, v in (("in_features", in_features), ("out_features", out_features)):
+            if not hasattr(v, "__index__") or isinstance(v, bool) or v < 0:
+                raise ValueError(f"Linear: {what} must be a non-negative int, got {v!r}")
         self.in_features = in_features
         self.out_features = out_features
         self.weight = init._empty_param((out_features, in_features), device, dtype)
@@ -47,7 +50,9 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        # in_features == 0 (as PyTorch allows): an empty weight, the output is the bias.
+        if self.weight.size:
+            init.kaiming_uniform_(self.weight, a=math.sqrt(5))
         if self.bias is not None:
             bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0
             init.uniform_(self.bias, -bound, bound)

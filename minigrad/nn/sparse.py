@@ -23,6 +23,13 @@ class Embedding(Module):
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
                  device=None, dtype=None):
         super().__init__()
+        for what, v in (("num_embeddings", num_embeddings), ("embedding_dim", embedding_dim)):
+            if not hasattr(v, "__index__") or isinstance(v, bool) or v < 0:
+                raise ValueError(f"Embedding: {what} must be a non-negative int, got {v!r}")
+        if padding_idx is not None and not -num_embeddings <= padding_idx < num_embeddings:
+            raise ValueError(f"Embedding: padding_idx {padding_idx} is not a row of a "
+                             f"{num_embeddings}-row table; use [{-num_embeddings}, "
+                             f"{num_embeddings - 1}] or None")
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         if padding_idx is not None and padding_idx < 0:
