@@ -24,8 +24,9 @@ class GradManager:
 
     ``gm.backward(y, dy)`` differentiates ``y`` with respect to the attached tensors only,
     accumulates into their ``.grad``, calls each attach callback as ``callback(param, grad)``
-    (a returned tensor replaces the gradient; this is where a distributed all-reduce hooks in)
-    and frees the graph.
+    (a returned tensor replaces the gradient; this is where a distributed all-reduce hooks in;
+    a callback with a ``flush()`` method is flushed once after all of them ran, before the
+    gradients are accumulated) and frees the graph.
     """
 
     def __init__(self):
@@ -102,6 +103,7 @@ class GradManager:
         try:
             grads = run_backward(ys, dys, retain_graph=retain_graph, capture=self._attached,
                                  accumulate=False)
+            results = []
             for p, g in zip(self._attached, grads):
                 if g is None:
                     continue
@@ -109,6 +111,16 @@ class GradManager:
                     out = cb(p, g)
                     if out is not None:
                         g = out
+                results.append((p, g))
+            # A callback with flush() (the bucketed all-reduce) may hand out gradients that are
+            # final only once every parameter's callbacks ran: flush each once, then accumulate.
+            flushed = set()
+            for cbs in self._callbacks.values():
+                for cb in cbs:
+                    if hasattr(cb, "flush") and id(cb) not in flushed:
+                        flushed.add(id(cb))
+                        cb.flush()
+            for p, g in results:
                 p.grad = g if p.grad is None else p.grad + g
         finally:
             self.release()
