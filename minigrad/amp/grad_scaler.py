@@ -29,6 +29,7 @@ import warnings
 import numpy as np
 
 from .. import _backend as B
+from . import _ranks
 from .._backend.fused import unscale_and_check
 from ..autodiff.engine import default_grad
 from ..functional.cast import cast
@@ -254,6 +255,7 @@ class GradScaler:
         g_ok = xp.stack(gflags).all() if gflags else xp.asarray(True)
         l_ok = xp.stack(lflags).all() if lflags else xp.asarray(True)
         both = xp.stack([xp.asarray(g_ok), xp.asarray(l_ok)])
+        both = _ranks.agree((~both).astype(xp.int32)) == 0  # every rank makes the same call
         g_ok, l_ok = (both.get() if xp is not np else both).tolist()
         if not l_ok:
             self._loss_nonfinite = True
