@@ -35,8 +35,9 @@ def reduce_rows(rows, op: str):
     """Reduce ``rows`` (world, ...) along axis 0 in rank order, in their own dtype."""
     if op == "sum":
         acc = rows[0].copy()
-        for r in rows[1:]:
-            acc += r
+        with np.errstate(over="ignore", invalid="ignore"):  # inf stays inf for the scaler
+            for r in rows[1:]:
+                acc += r
         return acc
     return rows.max(axis=0) if op == "max" else rows.min(axis=0)
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
+
 from .. import _backend as B
 from .._backend.dtypes import normalize_dtype
 from ..tensor import Tensor
@@ -67,11 +69,12 @@ class Bucket:
         xp = B.get_array_module(next(g for g in grads if g is not None)) \
             if any(g is not None for g in grads) else B.get_array_module(self.items[0][0].data)
         flat = xp.empty(self.numel, wire_dtype or self.dtype)
-        for (_, off, n, _), g in zip(self.items, grads):
-            if g is None:
-                flat[off:off + n] = 0
-            else:
-                flat[off:off + n] = g.reshape(-1)
+        with np.errstate(over="ignore"):  # a compressed overflow is inf, for the scaler to see
+            for (_, off, n, _), g in zip(self.items, grads):
+                if g is None:
+                    flat[off:off + n] = 0
+                else:
+                    flat[off:off + n] = g.reshape(-1)
         self.flat = flat
         self.work = group.for_array(flat).iallreduce(flat, "sum")
         stats.comm_seconds += time.perf_counter() - t0
