@@ -18,12 +18,18 @@ _NATIVE = {np.dtype(t) for t in (np.float32, np.float64, np.int8, np.int16, np.i
 
 
 class Work:
-    """A launched collective; ``wait()`` completes it (idempotent)."""
+    """A launched collective; ``wait()`` completes it (idempotent), ``progress()`` lets it
+    advance without blocking (Open MPI moves a non-blocking collective only inside MPI calls)."""
 
-    __slots__ = ("_finish",)
+    __slots__ = ("_finish", "_progress")
 
-    def __init__(self, finish):
+    def __init__(self, finish, progress=None):
         self._finish = finish
+        self._progress = progress
+
+    def progress(self) -> None:
+        if self._progress is not None and self._finish is not None:
+            self._progress()
 
     def wait(self) -> None:
         if self._finish is not None:
@@ -59,14 +65,14 @@ class MPIBackend:
     def iallreduce(self, buf, op: str = "sum") -> Work:
         if buf.dtype in _NATIVE:
             req = self.comm.Iallreduce(MPI.IN_PLACE, buf, _OPS[op])
-            return Work(req.Wait)
+            return Work(req.Wait, req.Test)
         rows = np.empty((self.size,) + buf.shape, buf.dtype)
         req = self.comm.Iallgather(_bytes(buf), _bytes(rows))
 
         def finish():
             req.Wait()
             buf[...] = reduce_rows(rows, op)
-        return Work(finish)
+        return Work(finish, req.Test)
 
     def allreduce(self, buf, op: str = "sum") -> None:
         if buf.dtype in _NATIVE:

@@ -149,6 +149,8 @@ class ParamReducer:
         b = self._bucket_of[id(p)]
         b.pending -= 1
         if self.overlap:
+            for i in range(self._next):  # keep the launched reductions moving
+                self.buckets[i].work.progress()
             while self._next < len(self.buckets) and self.buckets[self._next].pending == 0:
                 self._launch(self.buckets[self._next])
                 self._next += 1

@@ -161,7 +161,7 @@ def inf_on_one_rank_skips_everywhere():
             poison = step == 1 and RANK == WORLD - 1
             if step == 1:
                 params, state = flat(model.parameters()), opt_state(opt)
-            with amp.autocast():
+            with amp.autocast(), np.errstate(invalid="ignore", over="ignore"):
                 if api == "torch":
                     loss = F.cross_entropy(model(t(x)), t(y)) * (float("inf") if poison else 1.0)
                     scaler.scale(loss).backward()
@@ -245,13 +245,14 @@ def train_job_resume_is_bit_identical():
     # same accuracy as one process with the same global batch (float32: no fp16 rounding)
     f32 = ["--limit", "256", "--batch-size", "32", "--epochs", "2", "--lr", "0.1",
            "--no-progress", "--no-amp"]
-    one = train_main(f32 + ["--out", os.path.join(out, f"single{RANK}")])
     many = train_main(f32 + ["--distributed", "--out", os.path.join(out, "dist32")])
-    a, b = flat(many["model"].parameters()), flat(one["model"].parameters())
-    rel = np.linalg.norm(a - b) / np.linalg.norm(b)
-    assert rel < 1e-4, f"LeNet weights: rel. diff {rel:.2e} to one process"
-    assert abs(many["test_accuracy"] - one["test_accuracy"]) < 0.02
-    assert one["test_accuracy"] > 0.3, "the comparison needs a run that learns something"
+    if RANK == 0:  # the 1-process reference (deterministic: once is enough)
+        one = train_main(f32 + ["--out", os.path.join(out, "single")])
+        a, b = flat(many["model"].parameters()), flat(one["model"].parameters())
+        rel = np.linalg.norm(a - b) / np.linalg.norm(b)
+        assert rel < 1e-4, f"LeNet weights: rel. diff {rel:.2e} to one process"
+        assert abs(many["test_accuracy"] - one["test_accuracy"]) < 0.02
+        assert one["test_accuracy"] > 0.3, "the comparison needs a run that learns something"
 
 
 for fn in CHECKS:
