@@ -37,7 +37,9 @@ def launch(n: int, *args, timeout: float = 240):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])),
         OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-        OMPI_MCA_rmaps_base_oversubscribe="1")
+        OMPI_MCA_rmaps_base_oversubscribe="1",
+        # one BLAS thread per rank: 2 ranks x 2 spinning threads on 2 cores crawl
+        OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     cmd = [mpiexec(), "-n", str(n), "--oversubscribe", sys.executable, *map(str, args)]
     try:
         return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)

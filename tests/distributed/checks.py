@@ -145,8 +145,9 @@ def no_sync_accumulates():
 
 
 def opt_state(opt):
-    return [np.array(v.get() if hasattr(v, "get") else v) for st in opt.state_dict()["state"].values()
-            for v in st.values() if hasattr(v, "shape")]
+    return [np.array(v.get() if hasattr(v, "get") else v)
+            for st in opt.state_dict()["state"].values() for v in st.values()
+            if hasattr(v, "shape")]
 
 
 @check
