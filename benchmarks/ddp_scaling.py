@@ -62,7 +62,7 @@ def worker(model_name: str, mode: str, steps: int) -> None:
         opt.step()
         opt.zero_grad()
 
-    for _ in range(3):
+    for _ in range(5):  # warm-up: allocator, BLAS, MPI connections
         step()
     dist.barrier()
     ddp.comm_stats.reset()

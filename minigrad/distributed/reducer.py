@@ -10,6 +10,7 @@ inf, which the loss scaler's check catches.
 
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
@@ -53,6 +54,7 @@ class Bucket:
         self.numel = 0
         self.flat = None
         self.work = None
+        self._spare = None          # last step's buffer, reused once nothing refers to it
 
     @property
     def nbytes(self) -> int:
@@ -68,7 +70,14 @@ class Bucket:
         t0 = time.perf_counter()
         xp = B.get_array_module(next(g for g in grads if g is not None)) \
             if any(g is not None for g in grads) else B.get_array_module(self.items[0][0].data)
-        flat = xp.empty(self.numel, wire_dtype or self.dtype)
+        dtype = wire_dtype or self.dtype
+        # Reuse last step's buffer when no gradient view of it is alive any more (its only
+        # references: the attribute and getrefcount's argument): a fresh multi-MB buffer costs
+        # page faults every step; one still referenced must never be overwritten.
+        flat, self._spare = self._spare, None
+        if flat is None or sys.getrefcount(flat) > 2 or flat.dtype != dtype \
+                or B.get_array_module(flat) is not xp:
+            flat = xp.empty(self.numel, dtype)
         with np.errstate(over="ignore"):  # a compressed overflow is inf, for the scaler to see
             for (_, off, n, _), g in zip(self.items, grads):
                 if g is None:
@@ -85,7 +94,7 @@ class Bucket:
         t0 = time.perf_counter()
         self.work.wait()
         stats.comm_seconds += time.perf_counter() - t0
-        flat = self.flat
+        flat = self._spare = self.flat
         if flat.dtype != self.dtype:
             flat = flat.astype(self.dtype)
         flat /= self.dtype.type(world)
