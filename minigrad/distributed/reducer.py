@@ -68,15 +68,14 @@ class Bucket:
         """Copy ``grads`` (arrays or None for zeros, one per item) into one buffer of
         ``wire_dtype`` and start its sum over the ranks."""
         t0 = time.perf_counter()
-        xp = B.get_array_module(next(g for g in grads if g is not None)) \
-            if any(g is not None for g in grads) else B.get_array_module(self.items[0][0].data)
+        xp = B.get_array_module(next((g for g in grads if g is not None), self.items[0][0].data))
         dtype = wire_dtype or self.dtype
-        # Reuse last step's buffer when no gradient view of it is alive any more (its only
-        # references: the attribute and getrefcount's argument): a fresh multi-MB buffer costs
-        # page faults every step; one still referenced must never be overwritten.
+        # Reuse last step's NumPy buffer when no gradient view of it is alive any more (views
+        # hold their base, so then its only references are ``flat`` and getrefcount's argument):
+        # a fresh multi-MB buffer costs page faults every step, and one still referenced must
+        # never be overwritten. CuPy's pool already recycles device memory.
         flat, self._spare = self._spare, None
-        if flat is None or sys.getrefcount(flat) > 2 or flat.dtype != dtype \
-                or B.get_array_module(flat) is not xp:
+        if flat is None or xp is not np or sys.getrefcount(flat) > 2 or flat.dtype != dtype:
             flat = xp.empty(self.numel, dtype)
         with np.errstate(over="ignore"):  # a compressed overflow is inf, for the scaler to see
             for (_, off, n, _), g in zip(self.items, grads):

@@ -144,6 +144,21 @@ def no_sync_accumulates():
     assert np.abs(a - b).max() <= 1e-5 * np.abs(b).max(), "no_sync accumulation differs"
 
 
+@check
+def kept_gradients_are_never_overwritten():
+    model = net(0)
+    ddp = DistributedDataParallel(model)
+    kept = []
+    for x, y in batches(3):
+        F.cross_entropy(ddp(t(x[RANK::WORLD])), t(y[RANK::WORLD])).backward()
+        kept.append([(p.grad, p.grad.numpy().copy()) for p in model.parameters()])
+        for p in model.parameters():
+            p.grad = None
+    for step in kept:  # the reducer reuses a bucket's buffer only once no gradient views it
+        for g, value in step:
+            np.testing.assert_array_equal(g.numpy(), value)
+
+
 def opt_state(opt):
     return [np.array(v.get() if hasattr(v, "get") else v)
             for st in opt.state_dict()["state"].values() for v in st.values()
