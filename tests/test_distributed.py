@@ -5,6 +5,7 @@ a timeout, so a hang fails the test instead of blocking CI. On a GPU the same ch
 as a 1-rank NCCL job (one GPU is all CI lends).
 """
 
+import importlib.util
 import os
 import pathlib
 import shutil
@@ -13,8 +14,9 @@ import sys
 
 import pytest
 
-pytest.importorskip("mpi4py", reason="the distributed extra is not installed "
-                    "(pip install -e '.[distributed]')")
+needs_mpi = pytest.mark.skipif(importlib.util.find_spec("mpi4py") is None,
+                               reason="the distributed extra is not installed "
+                                      "(pip install -e '.[distributed]')")
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "tests" / "distributed"
@@ -55,19 +57,33 @@ def assert_all_passed(res):
     assert not missing, f"checks that did not pass: {missing}\n{out[-6000:]}"
 
 
+@needs_mpi
 def test_two_ranks_on_the_cpu(tmp_path):
     assert_all_passed(launch(2, SCRIPTS / "checks.py", tmp_path))
 
 
+@needs_mpi
 def test_a_failing_rank_aborts_the_job():
     res = launch(2, SCRIPTS / "abort.py", timeout=60)
     assert res.returncode != 0
     assert "deliberate failure on the last rank" in res.stderr
 
 
+@needs_mpi
 def test_one_rank_nccl_on_the_gpu(tmp_path):
     import minigrad as mg
 
     if not mg.cuda.is_available():
         pytest.skip("no GPU")
     assert_all_passed(launch(1, SCRIPTS / "checks.py", tmp_path, "--backend", "nccl"))
+
+
+def test_import_minigrad_never_needs_mpi4py():
+    code = ("import sys; sys.modules['mpi4py'] = None\n"  # as if it were not installed
+            "import minigrad, minigrad.nn, minigrad.data, minigrad.train\n"
+            "try:\n    import minigrad.distributed\n"
+            "except ImportError as e:\n    print(e)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "pip install 'minigrad[distributed]'" in res.stdout
