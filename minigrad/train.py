@@ -14,6 +14,11 @@ After every epoch a checkpoint (model, optimizer, GradScaler, epoch, RNG and loa
 history) is written atomically to ``<out>/checkpoint.safetensors``; ``--resume`` continues from
 it and reaches bit-for-bit the weights of an uninterrupted run: the shuffle order depends only on
 (seed, epoch) and everything else that evolves is in the checkpoint.
+
+``mpiexec -n N python examples/train_lenet.py --distributed`` trains data-parallel: each rank
+reads its ``DistributedSampler`` shard with ``--batch-size / N`` images per step (the global
+batch stays ``--batch-size``), gradients are averaged by ``dist.make_allreduce_cb``, and rank 0
+alone shows progress, writes the checkpoint and the plots; every rank resumes from it.
 """
 
 from __future__ import annotations
@@ -31,12 +36,12 @@ from . import cuda
 from . import functional as F
 from ._backend import random as _random
 from .autodiff import GradManager, no_grad
-from .data import DataLoader, TensorDataset
+from .data import DataLoader, DistributedSampler, TensorDataset
 from .data.datasets import digits
 from .optimizer import SGD
 from .optimizer.lr_scheduler import CosineAnnealingLR
 from .serialization import load, save
-from .tensor import manual_seed
+from .tensor import Tensor, manual_seed
 
 __all__ = ["main", "cli", "build_parser", "CHECKPOINT"]
 
@@ -69,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--stop-after", type=int, default=None, metavar="N",
                    help="stop after epoch N as if interrupted (resume later with --resume)")
+    p.add_argument("--distributed", action="store_true",
+                   help="data-parallel over the ranks of `mpiexec -n N` (needs the "
+                        "'distributed' extra); --batch-size is the global batch")
     return p
 
 
@@ -133,14 +141,38 @@ def main(argv=None) -> dict:
     Returns:
         A dict with ``test_accuracy`` (last epoch), ``train_loss``, ``wall_time`` (seconds spent
         training in this call), ``skipped_steps``, ``epochs``, ``history``, ``checkpoint``,
-        ``curves`` and ``device``.
+        ``curves``, ``device`` and the trained ``model``.
     """
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.batch_size < 1 or (args.limit is not None and args.limit < 1) or args.epochs < 0:
         parser.error("--batch-size and --limit must be >= 1 and --epochs >= 0")
+    dist = None
+    rank, world, own_group = 0, 1, False
+    if args.distributed:
+        from . import distributed as dist
+
+        own_group = not dist.is_initialized()
+        if own_group:
+            dist.init_process_group()
+        rank, world = dist.get_rank(), dist.get_world_size()
+        if args.batch_size % world:
+            parser.error(f"--batch-size {args.batch_size} is the global batch: it must be a "
+                         f"multiple of the {world} ranks")
+    try:
+        return _run(args, dist, rank, world)
+    finally:
+        if own_group:
+            dist.destroy_process_group()
+
+
+def _run(args, dist, rank: int, world: int) -> dict:
     from .models import lenet5
 
+    lead = rank == 0  # the rank that prints, plots and writes checkpoints
+    log = print if lead else (lambda *a, **k: None)
+    if args.device is None and dist is not None and dist.get_backend() == "nccl":
+        args.device = f"cuda:{dist.get_local_rank()}"  # one GPU per rank
     device = B.normalize_device(args.device or ("cuda" if cuda.is_available() else "cpu"))
     use_amp = not args.no_amp
     amp_dtype = "bfloat16" if args.bf16 else "float16"
@@ -162,15 +194,23 @@ def main(argv=None) -> dict:
     opt = SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     # Annealing to zero makes the final accuracy a property of the run, not of its last batches.
     sched = CosineAnnealingLR(opt, T_max=args.epochs)
-    gm = GradManager().attach(model.parameters())
+    callbacks = None
+    if dist is not None:
+        dist.bcast_list_(list(model.parameters()))  # the same start on every rank
+        callbacks = [dist.make_allreduce_cb("mean")]
+    gm = GradManager().attach(model.parameters(), callbacks=callbacks)
     # bfloat16 has float32's exponent range: gradients do not underflow, so no loss scaling.
     scaler = amp.GradScaler(enabled=amp_dtype == "float16") if use_amp else None
-    loader = DataLoader(TensorDataset(x_train, y_train), batch_size=args.batch_size,
-                        shuffle=True, seed=args.seed, device=device)
+    train_set = TensorDataset(x_train, y_train)
+    sampler = DistributedSampler(train_set, seed=args.seed) if dist is not None else None
+    loader = DataLoader(train_set, batch_size=args.batch_size // world, shuffle=True,
+                        seed=args.seed, device=device, sampler=sampler)
     test_loader = DataLoader(TensorDataset(x_test, y_test), batch_size=512, device=device)
     history = {"loss": [], "train_acc": [], "test_acc": []}
     config = {"batch_size": args.batch_size, "seed": args.seed, "limit": args.limit,
               "amp": use_amp, "dtype": amp_dtype if use_amp else "float32"}
+    if world > 1:
+        config["world_size"] = world
 
     start_epoch = 0
     if args.resume:
@@ -178,7 +218,7 @@ def main(argv=None) -> dict:
             state = load(ckpt_path, device=device)
             changed = {k: (state["config"].get(k), v) for k, v in config.items()
                        if state["config"].get(k) != v}
-            if changed:
+            if changed and lead:
                 print(f"minigrad-train: warning: resuming with changed settings {changed} "
                       "(the run will not match an uninterrupted one)", file=sys.stderr)
             model.load_state_dict(state["model"])
@@ -190,13 +230,13 @@ def main(argv=None) -> dict:
             loader.load_state_dict(state["loader"])
             history = state["history"]
             start_epoch = int(state["epoch"])
-            print(f"resumed from {ckpt_path} after epoch {start_epoch}")
-        else:
+            log(f"resumed from {ckpt_path} after epoch {start_epoch}")
+        elif lead:
             print(f"minigrad-train: no checkpoint at {ckpt_path}; starting from scratch",
                   file=sys.stderr)
 
     autocast_ctx = (lambda: amp.autocast(dtype=amp_dtype)) if use_amp else _NullCtx
-    show = not args.no_progress
+    show = not args.no_progress and lead
     # float16 overflow is expected under loss scaling (the scaler detects it and skips the
     # step), so NumPy's overflow warnings would only be noise; float32 runs keep them.
     fp16 = scaler is not None and scaler.is_enabled()
@@ -232,6 +272,9 @@ def main(argv=None) -> dict:
         if bar is not None:
             bar.close()
         sched.step()
+        if dist is not None:  # epoch statistics over all ranks' shards
+            totals = Tensor(np.array([loss_sum, correct, seen], np.float64))
+            loss_sum, correct, seen = dist.all_reduce(totals).numpy().tolist()
         elapsed = time.perf_counter() - t0
         wall += elapsed
         test_acc = _evaluate(model, test_loader, autocast_ctx)
@@ -239,29 +282,34 @@ def main(argv=None) -> dict:
         history["train_acc"].append(correct / max(seen, 1))
         history["test_acc"].append(test_acc)
         stop = args.stop_after is not None and epoch + 1 >= args.stop_after
-        print(f"epoch {epoch + 1}/{args.epochs}: loss {history['loss'][-1]:.4f}, train acc "
+        log(f"epoch {epoch + 1}/{args.epochs}: loss {history['loss'][-1]:.4f}, train acc "
               f"{history['train_acc'][-1]:.2%}, test acc {test_acc:.2%} "
               f"({seen / elapsed:.0f} images/s"
               + (f", loss scale {scaler.scale_factor:g})" if fp16 else ")"))
-        save({"model": model.state_dict(), "optimizer": opt.state_dict(),
-              "scheduler": sched.state_dict(),
-              "scaler": scaler.state_dict() if scaler is not None else {},
-              "epoch": epoch + 1, "rng": _random.get_state(), "loader": loader.state_dict(),
-              "history": history, "config": config}, ckpt_path)
+        if lead:
+            save({"model": model.state_dict(), "optimizer": opt.state_dict(),
+                  "scheduler": sched.state_dict(),
+                  "scaler": scaler.state_dict() if scaler is not None else {},
+                  "epoch": epoch + 1, "rng": _random.get_state(), "loader": loader.state_dict(),
+                  "history": history, "config": config}, ckpt_path)
+        if dist is not None:
+            dist.barrier()  # nobody resumes from a checkpoint still being written
         if stop:
             break
 
-    curves = _plot(history, os.path.join(args.out, "curves.png")) if history["loss"] else None
+    curves = (_plot(history, os.path.join(args.out, "curves.png"))
+              if history["loss"] and lead else None)
     if fp16 and scaler.history and curves is not None:  # the loss scale over steps, skips marked
         amp.plot_scaler(scaler, os.path.join(args.out, "scale.png"))
     skipped = scaler.skipped_steps if scaler is not None else 0
     final_acc = history["test_acc"][-1] if history["test_acc"] else float("nan")
-    print(f"done: test accuracy {final_acc:.2%} after {len(history['test_acc'])} epochs "
+    log(f"done: test accuracy {final_acc:.2%} after {len(history['test_acc'])} epochs "
           f"({wall:.1f} s of training in this run on {device}); skipped steps: {skipped}")
     return {"test_accuracy": final_acc,
             "train_loss": history["loss"][-1] if history["loss"] else float("nan"),
             "wall_time": wall, "skipped_steps": skipped, "epochs": len(history["loss"]),
-            "history": history, "checkpoint": ckpt_path, "curves": curves, "device": device}
+            "history": history, "checkpoint": ckpt_path, "curves": curves, "device": device,
+            "model": model}
 
 
 def cli() -> int:

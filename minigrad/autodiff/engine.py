@@ -6,6 +6,7 @@ precision policy cleared: every node replays the dtypes it recorded in forward (
 
 from __future__ import annotations
 
+import weakref
 from contextvars import ContextVar
 
 from .._backend.dtypes import is_floating
@@ -13,12 +14,60 @@ from ..tensor import Tensor
 from .function import dispatch_hooks, dispatch_policy
 from .grad_mode import grad_enabled
 
-__all__ = ["run_backward", "grad", "current_backward_node"]
+__all__ = ["run_backward", "grad", "current_backward_node", "register_grad_ready_hook"]
 
 # The node whose backward is running, for debug hooks (dtype trace, overflow localisation) that
 # attribute ops dispatched inside a backward to it. Set only while hooks are installed, so a
 # normal backward pays nothing for it.
 current_backward_node: ContextVar = ContextVar("minigrad_backward_node", default=None)
+
+
+# Gradient-ready hooks for data-parallel bucketing (minigrad.distributed): weak references to
+# objects with ``watched`` (id -> leaf tensor), ``active``, ``begin()``, ``ready(leaf)`` (called
+# once the leaf's ``.grad`` is final in this backward) and ``finish()`` (end of backward). Only an
+# accumulating backward (``Tensor.backward``) notifies them; while the list is empty a backward
+# pays one falsy check.
+_grad_ready_hooks: list = []
+
+
+def register_grad_ready_hook(hook):
+    """Notify ``hook`` during every accumulating backward that reaches its watched leaves.
+
+    Returns a function that unregisters it. The hook is held weakly: dropping it unregisters it.
+    """
+    ref = weakref.ref(hook)
+    _grad_ready_hooks.append(ref)
+
+    def remove():
+        if ref in _grad_ready_hooks:
+            _grad_ready_hooks.remove(ref)
+    return remove
+
+
+def _watch_leaves(deps):
+    """(leaf id -> [uses left, hook], active hooks) for watched leaves of this graph, or None."""
+    _grad_ready_hooks[:] = [r for r in _grad_ready_hooks if r() is not None]
+    hooks = [h for h in (r() for r in _grad_ready_hooks) if h is not None and h.active]
+    if not hooks:
+        return None
+    pending: dict = {}
+    for fn in deps:
+        for x, need in zip(fn.inputs, fn.needs_input_grad):
+            if need and x.creator is None:
+                entry = pending.get(id(x))
+                if entry is not None:
+                    entry[0] += 1
+                    continue
+                for h in hooks:
+                    if id(x) in h.watched:
+                        pending[id(x)] = [1, h]
+                        break
+    if not pending:
+        return None
+    used = list({id(e[1]): e[1] for e in pending.values()}.values())
+    for h in used:
+        h.begin()
+    return pending, used
 
 
 def _freed_error(fn) -> RuntimeError:
@@ -83,6 +132,8 @@ def run_backward(roots, grad_roots, *, retain_graph=False, create_graph=False,
     buffers: dict = {}
     captured: dict = {}
     capture_ids = {id(t) for t in capture} if capture else ()
+    watch = _watch_leaves(deps) if accumulate and _grad_ready_hooks else None
+    pending = watch[0] if watch is not None else None
 
     def deliver(x, g, fn):
         g = _conform(g, x, fn)
@@ -93,6 +144,12 @@ def run_backward(roots, grad_roots, *, retain_graph=False, create_graph=False,
         if c is None:
             if accumulate:
                 x._grad = g if x._grad is None else x._grad + g  # the slot: no setter check
+                if pending is not None:
+                    entry = pending.get(id(x))
+                    if entry is not None:
+                        entry[0] -= 1
+                        if entry[0] == 0:
+                            entry[1].ready(x)
             return
         slots = buffers.get(c)
         if slots is None:
@@ -149,6 +206,9 @@ def run_backward(roots, grad_roots, *, retain_graph=False, create_graph=False,
             if not retain_graph:
                 fn.inputs = None
                 fn.saved = None
+        if watch is not None:
+            for h in watch[1]:
+                h.finish()
     finally:
         dispatch_policy.reset(policy_token)
         grad_enabled.reset(grad_token)

@@ -26,9 +26,11 @@ class GradManager:
 
     ``gm.backward(y, dy)`` differentiates ``y`` with respect to the attached tensors only,
     accumulates into their ``.grad``, calls each attach callback as ``callback(param, grad)``
-    (a returned tensor replaces the gradient; this is where a distributed all-reduce hooks in)
-    and frees the graph. Like MegEngine's, ``gm.backward(y)`` of a non-scalar ``y`` seeds it
-    with ones (``Tensor.backward`` of a non-scalar raises, as PyTorch's does).
+    (a returned tensor replaces the gradient; this is where a distributed all-reduce hooks in;
+    a callback with a ``flush()`` method is flushed once after all of them ran, before the
+    gradients are accumulated) and frees the graph. Like MegEngine's, ``gm.backward(y)`` of a
+    non-scalar ``y`` seeds it with ones (``Tensor.backward`` of a non-scalar raises, as
+    PyTorch's does).
 
     Attached tensors are held weakly (as MegEngine does): a tensor attached in one iteration and
     dropped by the user is released, and ``attached_tensors()`` lists only live ones.
@@ -112,6 +114,7 @@ class GradManager:
             attached = self.attached_tensors()
             grads = run_backward(ys, dys, retain_graph=retain_graph, capture=attached,
                                  accumulate=False)
+            results = []
             for p, g in zip(attached, grads):
                 if g is None:
                     continue
@@ -119,6 +122,16 @@ class GradManager:
                     out = cb(p, g)
                     if out is not None:
                         g = out
+                results.append((p, g))
+            # A callback with flush() (the bucketed all-reduce) may hand out gradients that are
+            # final only once every parameter's callbacks ran: flush each once, then accumulate.
+            flushed = set()
+            for _, cbs in list(self._attached.values()):
+                for cb in cbs:
+                    if hasattr(cb, "flush") and id(cb) not in flushed:
+                        flushed.add(id(cb))
+                        cb.flush()
+            for p, g in results:
                 p.grad = g if p.grad is None else p.grad + g
         finally:
             self.release()

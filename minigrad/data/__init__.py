@@ -12,5 +12,7 @@ Example:
 from . import datasets
 from .dataloader import DataLoader, default_collate
 from .dataset import Dataset, TensorDataset
+from .sampler import DistributedSampler
 
-__all__ = ["Dataset", "TensorDataset", "DataLoader", "default_collate", "datasets"]
+__all__ = ["Dataset", "TensorDataset", "DataLoader", "default_collate", "datasets",
+           "DistributedSampler"]

@@ -68,6 +68,9 @@ class DataLoader:
             (so ``mg.manual_seed`` makes runs repeat).
         device: where batches are placed (``"cpu"``, ``"cuda"``, ``"cuda:N"``).
         collate_fn: turns a list of samples into a batch; default :func:`default_collate`.
+        sampler: an iterable of indices with ``__len__`` (e.g. ``DistributedSampler``) that
+            chooses the samples and their order instead of ``shuffle``/``seed``; its
+            ``set_epoch`` is called with the loader's epoch.
 
     Each ``iter(loader)`` runs one epoch and advances ``loader.epoch``; ``set_epoch(n)`` chooses
     the epoch (and so the order) of the next iteration. A ``TensorDataset`` without a custom
@@ -83,7 +86,7 @@ class DataLoader:
 
     def __init__(self, dataset, batch_size: int = 1, shuffle: bool = False,
                  drop_last: bool = False, seed: int | None = None, device="cpu",
-                 collate_fn=None):
+                 collate_fn=None, sampler=None):
         if int(batch_size) != batch_size or batch_size < 1:
             raise ValueError(f"DataLoader: batch_size must be a positive integer, got "
                              f"{batch_size!r}")
@@ -93,6 +96,7 @@ class DataLoader:
         self.drop_last = bool(drop_last)
         self.device = B.normalize_device(device)
         self.collate_fn = collate_fn
+        self.sampler = sampler
         if seed is None:
             seed = int(_random.generator("cpu").integers(2 ** 63))
         self.seed = int(seed)
@@ -104,12 +108,17 @@ class DataLoader:
 
     def order(self, epoch: int):
         """The sample order of ``epoch`` (a NumPy int64 array), or None when not shuffling."""
+        if self.sampler is not None:
+            s = self.sampler
+            if hasattr(s, "set_epoch"):
+                s.set_epoch(epoch)
+            return np.asarray(s.indices() if hasattr(s, "indices") else list(s), dtype=np.int64)
         if not self.shuffle:
             return None
         return np.random.default_rng([self.seed, int(epoch)]).permutation(len(self.dataset))
 
     def __len__(self) -> int:
-        n = len(self.dataset)
+        n = len(self.dataset) if self.sampler is None else len(self.sampler)
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
     def state_dict(self) -> dict:
@@ -124,7 +133,7 @@ class DataLoader:
         epoch = self.epoch
         self.epoch += 1
         order = self.order(epoch)
-        n = len(self.dataset)
+        n = len(self.dataset) if order is None else len(order)
         stop = n - n % self.batch_size if self.drop_last else n
         if isinstance(self.dataset, TensorDataset) and self.collate_fn is None:
             return self._iter_arrays(order, stop)

@@ -5,7 +5,7 @@ state dicts and habits carry over; ``Dense`` is MindSpore's name for ``Linear``.
 """
 
 from ..tensor import Parameter
-from . import init, utils
+from . import init, parallel, utils
 from .activation import GELU, LeakyReLU, PReLU, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .attention import MultiheadAttention
 from .cells import TrainOneStepCell, TrainOneStepWithLossScaleCell, WithLossCell
@@ -68,6 +68,7 @@ __all__ = [
     "WithLossCell",
     "current_module_path",
     "init",
+    "parallel",
     "utils",
 ]
 
