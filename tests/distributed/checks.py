@@ -167,7 +167,11 @@ def opt_state(opt):
 
 @check
 def inf_on_one_rank_skips_everywhere():
-    for opt_cls, api in ((SGD, "torch"), (Adam, "megengine")):
+    # An inf loss on one rank keeps the scale everywhere (a model problem, not a scale problem);
+    # an inf gradient under a finite loss halves it everywhere.
+    cases = ((SGD, "torch", "loss", 2.0 ** 10), (Adam, "megengine", "loss", 2.0 ** 10),
+             (SGD, "torch", "grad", 2.0 ** 9))
+    for opt_cls, api, where, expected_scale in cases:
         model = net(0)
         opt = opt_cls(model.parameters(), lr=0.1) if opt_cls is Adam else \
             opt_cls(model.parameters(), lr=0.1, momentum=0.9)
@@ -175,22 +179,24 @@ def inf_on_one_rank_skips_everywhere():
         scaler = amp.GradScaler(init_scale=2.0 ** 10)
         for step, (x, y) in enumerate(batches(2)):
             poison = step == 1 and RANK == WORLD - 1
+            bad_loss = float("inf") if poison and where == "loss" else 1.0
             if step == 1:
                 params, state = flat(model.parameters()), opt_state(opt)
             with amp.autocast(), np.errstate(invalid="ignore", over="ignore"):
                 if api == "torch":
-                    loss = F.cross_entropy(model(t(x)), t(y)) * (float("inf") if poison else 1.0)
+                    loss = F.cross_entropy(model(t(x)), t(y)) * bad_loss
                     scaler.scale(loss).backward()
+                    if poison and where == "grad":
+                        next(iter(model.parameters())).grad.data[...] = np.inf
                     scaler.step(opt)
                     scaler.update()
                 else:
                     with gm:
-                        loss = F.cross_entropy(model(t(x)), t(y)) * \
-                            (float("inf") if poison else 1.0)
+                        loss = F.cross_entropy(model(t(x)), t(y)) * bad_loss
                         scaler.backward(gm, loss)
                     opt.step()
             opt.zero_grad()
-        assert scaler.get_scale() == 2.0 ** 9, f"{api}: scale {scaler.get_scale()}"
+        assert scaler.get_scale() == expected_scale, f"{api}/{where}: {scaler.get_scale()}"
         assert _ranks.overflow_ranks() == [WORLD - 1], _ranks.overflow_ranks()
         np.testing.assert_array_equal(flat(model.parameters()), params)
         for a, b in zip(opt_state(opt), state):
@@ -207,7 +213,7 @@ def compressed_reduction_overflow_is_caught():
     x, y = batches(1)[0]
     before = flat(model.parameters())
     # scaled gradients beyond float16's 65504: fine in float32, inf in the compressed sum
-    (ddp(t(x[RANK::WORLD])).sum() * 1e3 * scaler.get_scale()).backward()
+    scaler.scale(ddp(t(x[RANK::WORLD])).sum() * 1e3).backward()
     scaler.unscale_(opt)
     scaler.step(opt)
     scaler.update()
