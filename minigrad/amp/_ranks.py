@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["agree", "overflow_ranks"]
+__all__ = ["agree", "overflow_ranks", "this_rank"]
 
 
 def agree(flags):
@@ -39,3 +39,11 @@ def overflow_ranks():
     if dist is None or not dist.is_initialized():
         return None
     return dist._last_overflow_ranks()
+
+
+def this_rank():
+    """This process's rank in the initialized group (None when not distributed)."""
+    dist = sys.modules.get("minigrad.distributed")
+    if dist is None or not dist.is_initialized():
+        return None
+    return dist.get_rank()

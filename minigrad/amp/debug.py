@@ -31,6 +31,7 @@ from ..autodiff.function import dispatch_hooks
 from ..autodiff.grad_mode import grad_enabled
 from ..nn.module import current_module_path
 from ..tensor import Tensor
+from . import _ranks
 from .trace import backward_node, module_path_of
 
 __all__ = ["AmpOverflowError", "AmpOverflowWarning", "OverflowReport", "debug_overflow"]
@@ -50,10 +51,11 @@ class OverflowReport:
         max_finite_input: the largest finite ``|x|`` among the op's inputs.
         inputs_finite: False when an input already held inf/NaN (the cause is upstream:
             data, a parameter, or an op run outside the checked region).
+        rank: the distributed rank that saw it (None outside ``minigrad.distributed``).
     """
 
     __slots__ = ("backward_of", "direction", "input_dtypes", "input_shapes", "inputs_finite",
-                 "kind", "loss_scale", "max_finite_input", "module", "op", "output_dtypes")
+                 "kind", "loss_scale", "max_finite_input", "module", "op", "output_dtypes", "rank")
 
     def __init__(self, **kw):
         for k in self.__slots__:
@@ -67,7 +69,8 @@ class OverflowReport:
         mod = "<unknown module>" if self.module is None else (self.module or "<root>")
         what = self.op if self.backward_of is None or self.backward_of == self.op \
             else f"{self.op} inside {self.backward_of}.backward"
-        return f"{what} @ {mod} ({self.direction})"
+        on = "" if self.rank is None else f" on rank {self.rank}"
+        return f"{what} @ {mod} ({self.direction}){on}"
 
     def __str__(self) -> str:
         lines = [f"non-finite ({self.kind}) output first produced by {self.where()}",
@@ -209,7 +212,7 @@ class _Checker:
             backward_of=None if node is None else node.name,
             input_dtypes=_names(inputs), output_dtypes=_names(outputs),
             input_shapes=_shapes(inputs), kind=kind, loss_scale=self._scale(),
-            max_finite_input=biggest, inputs_finite=finite)
+            max_finite_input=biggest, inputs_finite=finite, rank=_ranks.this_rank())
         self.reports.append(rep)
         if self.action == "raise":
             raise AmpOverflowError(rep)

@@ -9,6 +9,7 @@ nonzero exit status and the error instead of a hang.
 
 import argparse
 import os
+import warnings
 
 import numpy as np
 
@@ -202,6 +203,21 @@ def inf_on_one_rank_skips_everywhere():
         for a, b in zip(opt_state(opt), state):
             np.testing.assert_array_equal(a, b)
         same_on_all_ranks(np.array([scaler.get_scale()]), "scale")
+
+
+@check
+def debug_overflow_names_the_rank():
+    model = net(0)
+    x = np.full((2, 16), 1e30 if RANK == WORLD - 1 else 1.0, np.float32)
+    with amp.autocast(), warnings.catch_warnings(), np.errstate(over="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore")  # the "warn" report itself, and NumPy's overflow note
+        with amp.debug_overflow("warn") as dbg:
+            model(t(x))
+    if RANK == WORLD - 1:
+        assert dbg.report is not None and dbg.report.rank == RANK
+        assert f"on rank {RANK}" in dbg.report.where()
+    else:
+        assert dbg.report is None
 
 
 @check
