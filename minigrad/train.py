@@ -31,7 +31,7 @@ import time
 import numpy as np
 
 from . import _backend as B
-from . import amp
+from . import amp  # also MindSpore's spelling: `from minigrad.train import amp`
 from . import cuda
 from . import functional as F
 from ._backend import random as _random

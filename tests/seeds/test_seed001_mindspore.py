@@ -5,8 +5,8 @@ Names the guide uses without importing them are bound as a MindSpore user would 
 ``nn`` (``minigrad.nn``: ``Cell``, ``Conv2d(pad_mode=)``, ``Dense``, ``WithLossCell``, ...),
 ``P`` (MindSpore's ``ops.operations``; ``P.Flatten`` is ``minigrad.nn.Flatten``), ``Tensor``,
 ``mstype`` (the dtypes: ``minigrad.float32``), ``MSELoss``, ``Momentum`` (``minigrad.optimizer``),
-``TrainOneStepWithLossScaleCell``; ``from mindspore.train import amp`` is ``from minigrad import
-amp``. The guide builds ``predict`` but calls ``train_network(inputs, ...)`` (a NameError in
+``TrainOneStepWithLossScaleCell``; ``from mindspore.train import amp`` stays as written
+(``minigrad.train`` re-exports ``amp``). The guide builds ``predict`` but calls ``train_network(inputs, ...)`` (a NameError in
 MindSpore too); here ``inputs = predict``.
 
 Claims asserted: ``build_train_network(level="O2")`` casts the network to float16 (fp32 master
@@ -31,7 +31,7 @@ def test_sample1_build_train_network_o2():
     mg.manual_seed(0)
     # ------------------------------------------------------------ the guide's block, verbatim
     # The interface of Auto_mixed precision
-    from minigrad import amp
+    from minigrad.train import amp
 
     # Define network
     class LeNet5(nn.Cell):
