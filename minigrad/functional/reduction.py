@@ -108,7 +108,7 @@ class Var(Function):
     name = "var"
 
     def forward(self, x, axis, keepdims, ddof):
-        self.axes = _axes(axis, x.ndim, "var")
+        self.axes = _axes(axis, x.ndim, self.name)
         self.keepdims, self.in_shape = keepdims, x.shape
         self.denom = _count(x.shape, self.axes) - ddof
         self.save_for_backward(x)
@@ -235,11 +235,16 @@ class LogSumExp(Function):
         self.axes = _axes(axis, x.ndim, "logsumexp")
         self.keepdims, self.in_shape = keepdims, x.shape
         z = x.astype(acc_dtype(x.dtype), copy=False)
-        m = xp.max(z, axis=self.axes, keepdims=True)
-        m = xp.where(xp.isfinite(m), m, 0)  # all -inf (or inf) slices: no shift, no nan
+        if _count(x.shape, self.axes):
+            m = xp.max(z, axis=self.axes, keepdims=True)
+            m = xp.where(xp.isfinite(m), m, 0)  # all -inf, inf or nan slices: no shift
+        else:  # empty slices: the sum of no exps is 0, so the result is -inf (PyTorch)
+            m = xp.zeros(_keep(x.shape, self.axes), dtype=z.dtype)
         s = xp.sum(xp.exp(z - m), axis=self.axes, keepdims=True)
-        # An all -inf slice sums to 0: its result is -inf, without a log(0) warning.
-        y = xp.log(xp.where(s > 0, s, 1)) + xp.where(s > 0, m, -math.inf)
+        # An all -inf (or empty) slice sums to 0: its result is -inf, without a log(0)
+        # warning. A nan anywhere makes s nan, and the result stays nan.
+        none = s == 0
+        y = xp.log(xp.where(none, 1, s)) + xp.where(none, -math.inf, m)
         if not keepdims:
             y = y.reshape(tuple(n for i, n in enumerate(x.shape) if i not in self.axes))
         y = y.astype(x.dtype, copy=False)
