@@ -403,6 +403,13 @@ class Tensor:
 
     def __setitem__(self, index, value):
         self._check_inplace("__setitem__")
+        if isinstance(value, Tensor) and value.requires_grad and grad_enabled.get():
+            # In-place writes are not recorded: the value's gradient would be silently lost.
+            raise RuntimeError(
+                f"__setitem__: the value (shape {value.shape}) requires grad while recording, "
+                "but in-place writes are not recorded and its gradient would be lost; use the "
+                "out-of-place F.index_put(x, indices, value) or F.where(mask, value, x), or "
+                "write value.detach() if no gradient should flow")
         if isinstance(index, Tensor):
             index = index.data
         elif isinstance(index, tuple):

@@ -9,6 +9,8 @@ activation, so a float16 model keeps float16-sized activations for backward.
 
 from __future__ import annotations
 
+import math
+
 from .._backend import get_array_module
 from ..autodiff.function import Function
 from ..tensor import Tensor
@@ -248,6 +250,6 @@ def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None,
             raise op_error("group_norm", f"{label} must have C = x.shape[1] elements",
                            x_shape=x.shape, **{f"{label}_shape": t.shape})
     # Sizes given, not -1: NumPy cannot infer -1 beside a 0 (an empty batch).
-    gshape = (x.shape[0], num_groups, x.size // max(x.shape[0] * num_groups, 1))
+    gshape = (x.shape[0], num_groups, c // num_groups * math.prod(x.shape[2:]))
     pshape = (1, c) + (1,) * (x.ndim - 2)
     return GroupNorm.apply(x, weight, bias, gshape=gshape, axes=(2,), pshape=pshape, eps=eps)
