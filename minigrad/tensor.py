@@ -581,12 +581,14 @@ class Tensor:
         return F.prod(self, axis, keepdims)
 
     def any(self, axis=None, keepdims=False):
-        return Tensor._make(B.get_array_module(self.data).any(self.data, axis, keepdims=keepdims),
-                            False, None, 0)
+        xp = B.get_array_module(self.data)  # asarray: NumPy returns a scalar over all axes
+        return Tensor._make(xp.asarray(xp.any(self.data, axis, keepdims=keepdims)), False,
+                            None, 0)
 
     def all(self, axis=None, keepdims=False):
-        return Tensor._make(B.get_array_module(self.data).all(self.data, axis, keepdims=keepdims),
-                            False, None, 0)
+        xp = B.get_array_module(self.data)
+        return Tensor._make(xp.asarray(xp.all(self.data, axis, keepdims=keepdims)), False,
+                            None, 0)
 
     def exp(self):
         return F.exp(self)

@@ -250,3 +250,30 @@ def test_bad_axis_is_pytorchs_dimension_out_of_range(fn, name):
     with pytest.raises(IndexError, match=rf"^{name}: axis 2 .*Dimension out of range \(expected "
                                          r"to be in range of \[-2, 1\], but got 2\)"):
         fn(mg.zeros((2, 3)), axis=2)
+
+
+def test_extrema_of_an_empty_tensor_over_a_non_empty_axis(rng):
+    # PyTorch: zeros(0, 4).max(dim=1) is empty; only a reduction over no elements raises.
+    from minigrad.testing import gradcheck
+
+    x = mg.tensor(np.zeros((0, 4)), requires_grad=True)
+    values, idx = F.max(x, axis=1, return_indices=True)
+    assert values.shape == (0,) and idx.shape == (0,) and idx.dtype == mg.int64
+    assert F.min(x, axis=1, keepdims=True).shape == (0, 1)
+    assert F.argmax(x, axis=1).shape == (0,) and F.argmin(x, axis=-1).shape == (0,)
+    assert F.norm(x, ord=math.inf, axis=1).shape == (0,)
+    F.max(x, axis=1).sum().backward()
+    assert x.grad.shape == (0, 4)
+    assert gradcheck(lambda x: F.min(x, axis=(1, 2)), [np.zeros((0, 3, 4))])
+    for call, name in ((lambda: F.max(x), "max"), (lambda: F.min(x, axis=0), "min"),
+                       (lambda: F.argmax(x), "argmax"), (lambda: F.argmin(x, axis=0), "argmin"),
+                       (lambda: F.norm(x, ord=math.inf, axis=0), "norm")):
+        with pytest.raises(ValueError, match=rf"^{name}: .*(empty|no elements)"):
+            call()
+
+
+def test_any_and_all_over_every_axis_hold_a_0d_array():
+    t = mg.tensor([0.0, 1.0])
+    for r, expect in ((t.any(), True), (t.all(), False)):
+        assert r.shape == () and not isinstance(r.data, np.generic)
+        assert r.numpy().item() is expect and r.item() is expect
