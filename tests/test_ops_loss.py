@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
+import minigrad.functional as F
 from minigrad.functional import nn as Fnn
 from minigrad.functional.loss import (
     binary_cross_entropy,
@@ -421,16 +422,24 @@ def test_cross_entropy_axis_and_weight_errors():
 
 
 SHAPE_LOSSES = [mse_loss, l1_loss, smooth_l1_loss, binary_cross_entropy,
-                binary_cross_entropy_with_logits, kl_div]
+                binary_cross_entropy_with_logits, kl_div, F.huber_loss, F.soft_margin_loss,
+                F.poisson_nll_loss, F.hinge_embedding_loss]
 
 
 @pytest.mark.parametrize("loss", SHAPE_LOSSES, ids=lambda f: f.__name__)
 def test_non_broadcastable_shapes_raise_naming_the_loss(loss, recwarn):
+    # Named by the loss itself, not by the sub/mul/where a composite loss runs inside.
     x, t = mg.full((2, 3), 0.5), mg.full((3, 2), 0.5)
     with pytest.raises(ValueError, match=rf"^{loss.__name__}: shapes \(2, 3\) and \(3, 2\) "
                                          "cannot be broadcast together"):
         loss(x, t)
     assert not recwarn.list  # refused, not warned about
+
+
+def test_margin_ranking_loss_names_itself_for_bad_shapes():
+    with pytest.raises(ValueError, match=r"^margin_ranking_loss: shapes \(2, 3\) and \(3, 2\)"):
+        F.margin_ranking_loss(mg.ones((2, 3)), mg.ones((3, 2)), mg.ones(3))
+    assert F.margin_ranking_loss(mg.ones(3), mg.zeros(3), mg.ones(3)).item() == 0.0
 
 
 def test_cosine_similarity_shapes_axis_and_dim_keyword(rng):
