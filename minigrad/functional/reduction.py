@@ -210,8 +210,7 @@ class ArgMax(Function):
 
     def forward(self, x, axis, keepdims):
         xp = get_array_module(x)
-        if x.size == 0 and (axis is None or x.ndim == 0 or
-                            x.shape[check_axis(axis, x.ndim, self.name)] == 0):
+        if x.size == 0 and (axis is None or x.shape[check_axis(axis, x.ndim, self.name)] == 0):
             raise op_error(self.name, "the index of an extremum over no elements is undefined; "
                            "reduce over a non-empty axis", shape=x.shape, axis=axis)
         if axis is None or x.ndim == 0:
