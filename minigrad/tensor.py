@@ -403,6 +403,13 @@ class Tensor:
 
     def __setitem__(self, index, value):
         self._check_inplace("__setitem__")
+        if isinstance(value, Tensor) and value.requires_grad and grad_enabled.get():
+            # In-place writes are not recorded: the value's gradient would be silently lost.
+            raise RuntimeError(
+                f"__setitem__: the value (shape {value.shape}) requires grad while recording, "
+                "but in-place writes are not recorded and its gradient would be lost; use the "
+                "out-of-place F.index_put(x, indices, value) or F.where(mask, value, x), or "
+                "write value.detach() if no gradient should flow")
         if isinstance(index, Tensor):
             index = index.data
         elif isinstance(index, tuple):
@@ -574,12 +581,14 @@ class Tensor:
         return F.prod(self, axis, keepdims)
 
     def any(self, axis=None, keepdims=False):
-        return Tensor._make(B.get_array_module(self.data).any(self.data, axis, keepdims=keepdims),
-                            False, None, 0)
+        xp = B.get_array_module(self.data)  # asarray: NumPy returns a scalar over all axes
+        return Tensor._make(xp.asarray(xp.any(self.data, axis, keepdims=keepdims)), False,
+                            None, 0)
 
     def all(self, axis=None, keepdims=False):
-        return Tensor._make(B.get_array_module(self.data).all(self.data, axis, keepdims=keepdims),
-                            False, None, 0)
+        xp = B.get_array_module(self.data)
+        return Tensor._make(xp.asarray(xp.all(self.data, axis, keepdims=keepdims)), False,
+                            None, 0)
 
     def exp(self):
         return F.exp(self)

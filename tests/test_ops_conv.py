@@ -299,3 +299,30 @@ def test_data_and_weight_grads_together_and_apart(device, rng, monkeypatch, n, h
     np.testing.assert_allclose(gx.numpy(), conv_transpose2d_ref(gy, w0), rtol=1e-10)
     monkeypatch.setattr(kernels, "ufunc_rows", lambda run: contextlib.nullcontext())
     np.testing.assert_array_equal(gx.numpy(), grads(True, True)[0].numpy())
+
+
+@pytest.mark.parametrize("case", ["conv1d", "conv2d", "conv_transpose2d", "conv3d",
+                                  "conv_transpose3d"])
+def test_empty_batch_gives_empty_output_and_zero_size_gradients(case, rng):
+    # PyTorch returns an empty output for N = 0; NumPy cannot infer a -1 beside a 0, so every
+    # reshape in the kernels spells its sizes out.
+    from minigrad.functional.conv_nd import conv3d, conv_transpose3d
+
+    fn, x_shape, w_shape, out_shape = {
+        "conv1d": (conv1d, (0, 2, 7), (3, 2, 3), (0, 3, 5)),
+        "conv2d": (conv2d, (0, 2, 5, 5), (3, 2, 3, 3), (0, 3, 3, 3)),
+        "conv_transpose2d": (conv_transpose2d, (0, 2, 4, 4), (2, 3, 3, 3), (0, 3, 6, 6)),
+        "conv3d": (conv3d, (0, 2, 4, 4, 4), (3, 2, 2, 2, 2), (0, 3, 3, 3, 3)),
+        "conv_transpose3d": (conv_transpose3d, (0, 2, 3, 3, 3), (2, 3, 2, 2, 2),
+                             (0, 3, 4, 4, 4)),
+    }[case]
+    x = mg.tensor(np.zeros(x_shape), requires_grad=True)
+    w = mg.tensor(rng.standard_normal(w_shape), requires_grad=True)
+    b = mg.tensor(rng.standard_normal(out_shape[1]), requires_grad=True)
+    y = fn(x, w, b)
+    assert y.shape == out_shape
+    y.sum().backward()
+    assert x.grad.shape == x_shape
+    np.testing.assert_array_equal(w.grad.numpy(), np.zeros(w_shape))
+    np.testing.assert_array_equal(b.grad.numpy(), np.zeros(out_shape[1]))
+    assert gradcheck(lambda x, w, b: fn(x, w, b), [np.zeros(x_shape), w.numpy(), b.numpy()])

@@ -291,3 +291,40 @@ def test_relu_and_clip_large_and_small(device, size, dtype):
                                   np.where(np.isnan(ref), np.nan, np.maximum(ref, 0)))
     np.testing.assert_array_equal(np.asarray(clipped.numpy(), np.float64),
                                   np.where(np.isnan(ref), np.nan, np.clip(ref, -1.5, 2.0)))
+
+
+ZERO_D_OPS = {"relu": F.relu, "sigmoid": F.sigmoid, "tanh": F.tanh, "silu": F.silu,
+              "softplus": F.softplus, "clip": lambda x: F.clip(x, -0.5, 0.5), "erf": F.erf,
+              "gelu": F.gelu, "abs": F.abs, "exp": F.exp}
+
+
+@pytest.mark.parametrize("name", sorted(ZERO_D_OPS))
+def test_zero_d_input_gives_a_zero_d_array_gradient(device, name):
+    # NumPy ufuncs turn 0-d arrays into scalars; a Tensor must never hold one (x.grad.numpy()
+    # used to raise, and erf/gelu's in-place kernel refused the scalar in the forward).
+    fn = ZERO_D_OPS[name]
+    x = mg.tensor(0.3, dtype=mg.float64, device=device, requires_grad=True)
+    y = fn(x)
+    assert y.shape == () and not isinstance(y.data, np.generic)
+    y.backward()
+    assert x.grad.shape == () and not isinstance(x.grad.data, np.generic)
+    assert np.asarray(x.grad.numpy()).shape == ()
+    (g,) = mg.autodiff.grad(fn(x), [x])
+    assert not isinstance(g.data, np.generic) and g.item() == x.grad.item()
+    assert gradcheck(fn, [np.array(0.3)], device=device)
+
+
+def test_erf_and_gelu_on_0d_match_math():
+    assert F.erf(mg.tensor(0.7, dtype=mg.float64)).item() == pytest.approx(math.erf(0.7),
+                                                                             rel=1e-14)
+    g = F.gelu(mg.tensor(-1.2, dtype=mg.float64)).item()
+    assert g == pytest.approx(-1.2 * 0.5 * (1 + math.erf(-1.2 / math.sqrt(2))), rel=1e-14)
+
+
+@pytest.mark.parametrize("op", [F.logical_and, F.logical_or])
+def test_logical_broadcast_errors_name_the_op_and_shapes(op):
+    name = op.__name__
+    with pytest.raises(ValueError, match=rf"{name}: shapes \(2, 3\) and \(4,\) cannot be "
+                                         "broadcast"):
+        op(mg.ones((2, 3)), mg.ones(4))
+    assert op(mg.ones((2, 3)), mg.ones(3)).shape == (2, 3)

@@ -214,3 +214,14 @@ def test_against_torch(rng):
         ref = torch.einsum(eq, *[torch.tensor(o) for o in ops]).numpy()
         np.testing.assert_allclose(einsum(eq, *[mg.tensor(o) for o in ops]).numpy(), ref,
                                    rtol=1e-12)
+
+
+def test_einsum_with_an_empty_operand(rng):
+    a, b = np.zeros((0, 4)), rng.standard_normal((4, 2))
+    assert einsum("ij,jk->ik", t(a, "cpu"), t(b, "cpu")).shape == (0, 2)
+    assert gradcheck(lambda a, b: einsum("ij,jk->ik", a, b), [a, b])
+    # A size-1 label broadcasts to 0 as to any size (it used to be widened to 1 instead).
+    c = rng.standard_normal((1, 4))
+    assert einsum("ij,ij->i", t(a, "cpu"), t(c, "cpu")).shape == (0,)
+    assert gradcheck(lambda a, c: einsum("ij,ij->i", a, c), [a, c])
+    assert einsum("ij,jk->", t(a, "cpu"), t(b, "cpu")).item() == 0.0

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
+import minigrad.functional as F
 from minigrad.functional import nn as Fnn
 from minigrad.functional.loss import (
     binary_cross_entropy,
@@ -418,3 +419,41 @@ def test_cross_entropy_axis_and_weight_errors():
         cross_entropy(mg.zeros(2, 3), mg.tensor([0, 1]), weight=mg.ones(5))
     with pytest.raises(IndexError, match="cross_entropy: axis 5 is out of range for a 2-D"):
         cross_entropy(mg.zeros(2, 3), mg.tensor([0, 1]), axis=5)
+
+
+SHAPE_LOSSES = [mse_loss, l1_loss, smooth_l1_loss, binary_cross_entropy,
+                binary_cross_entropy_with_logits, kl_div, F.huber_loss, F.soft_margin_loss,
+                F.poisson_nll_loss, F.hinge_embedding_loss]
+
+
+@pytest.mark.parametrize("loss", SHAPE_LOSSES, ids=lambda f: f.__name__)
+def test_non_broadcastable_shapes_raise_naming_the_loss(loss, recwarn):
+    # Named by the loss itself, not by the sub/mul/where a composite loss runs inside.
+    x, t = mg.full((2, 3), 0.5), mg.full((3, 2), 0.5)
+    with pytest.raises(ValueError, match=rf"^{loss.__name__}: shapes \(2, 3\) and \(3, 2\) "
+                                         "cannot be broadcast together"):
+        loss(x, t)
+    assert not recwarn.list  # refused, not warned about
+
+
+def test_margin_ranking_loss_names_itself_for_bad_shapes():
+    with pytest.raises(ValueError, match=r"^margin_ranking_loss: shapes \(2, 3\) and \(3, 2\)"):
+        F.margin_ranking_loss(mg.ones((2, 3)), mg.ones((3, 2)), mg.ones(3))
+    assert F.margin_ranking_loss(mg.ones(3), mg.zeros(3), mg.ones(3)).item() == 0.0
+
+
+def test_cosine_similarity_shapes_axis_and_dim_keyword(rng):
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    with pytest.raises(ValueError, match=r"cosine_similarity: shapes \(2, 3\) and \(4,\)"):
+        cosine_similarity(mg.ones((2, 3)), mg.ones(4))
+    with pytest.raises(IndexError, match=r"cosine_similarity: axis 2 .*Dimension out of range"):
+        cosine_similarity(mg.tensor(a), mg.tensor(b), axis=2)
+    # PyTorch's keyword: F.cosine_similarity(x1, x2, dim=0)
+    by_dim = cosine_similarity(mg.tensor(a), mg.tensor(b), dim=0)
+    np.testing.assert_allclose(by_dim.numpy(), cosine_similarity(mg.tensor(a), mg.tensor(b),
+                                                                 axis=0).numpy())
+    ref = (a * b).sum(0) / (np.linalg.norm(a, axis=0) * np.linalg.norm(b, axis=0))
+    np.testing.assert_allclose(by_dim.numpy(), ref, rtol=1e-12)
+    assert cosine_similarity(mg.tensor(a), mg.tensor(b), 0, dim=0).shape == (4,)
+    with pytest.raises(TypeError, match="cosine_similarity: got axis=0 and dim=1"):
+        cosine_similarity(mg.tensor(a), mg.tensor(b), 0, dim=1)

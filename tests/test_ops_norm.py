@@ -193,3 +193,19 @@ def test_norms_match_torch(rng):
             np.testing.assert_allclose(a, r, rtol=2e-4, atol=3e-5)
     np.testing.assert_allclose(rm.numpy(), trm.numpy(), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(rv.numpy(), trv.numpy(), rtol=1e-5)
+
+
+def test_empty_batch_forward_and_backward(rng):
+    # PyTorch returns an empty output and zero-size gradients for N = 0 (no 0/0 anywhere).
+    w, b = rng.standard_normal(4) + 2, rng.standard_normal(4)
+    for fn, shape in ((lambda x, w, b: group_norm(x, 2, w, b), (0, 4, 3)),
+                      (lambda x, w, b: layer_norm(x, (4,), w, b), (0, 4)),
+                      (lambda x, w, b: layer_norm(x, (4,), w, b), (2, 0, 4))):
+        x = mg.tensor(np.zeros(shape), requires_grad=True)
+        tw, tb = mg.tensor(w, requires_grad=True), mg.tensor(b, requires_grad=True)
+        y = fn(x, tw, tb)
+        assert y.shape == shape
+        (y * 2.0).sum().backward()
+        assert x.grad.shape == shape
+        assert tw.grad.tolist() == [0.0] * 4 and tb.grad.tolist() == [0.0] * 4
+        assert gradcheck(fn, [np.zeros(shape), w, b])

@@ -196,3 +196,84 @@ def test_zero_d_reductions_accept_axis_0_and_minus_1():
         F.sum(s, 1)
     F.sum(s, 0).backward()
     assert s.grad.item() == 1.0
+
+
+@pytest.mark.parametrize("name", ["std", "norm", "prod", "var", "logsumexp"])
+@pytest.mark.parametrize("axis,keepdims", [(None, False), ((0, 1), False), (None, True),
+                                           (1, False)])
+def test_second_derivative_over_all_axes(name, axis, keepdims, rng):
+    # Over all axes the output is 0-d and NumPy hands back a scalar: the saved output y must
+    # still be recognised as the op's output in backward, or d(y)/dx silently drops out of
+    # the second derivative (std/norm/prod were wrong with axis=None, right with axis=1).
+    from minigrad.testing import gradgradcheck
+
+    fn = getattr(F, name)
+    x = rng.uniform(-1, 1, (3, 4))
+    assert gradgradcheck(lambda x: fn(x, axis=axis, keepdims=keepdims), [x])
+
+
+def test_std_hessian_matches_torch_over_all_axes(rng):
+    torch = pytest.importorskip("torch")
+    from minigrad.autodiff import grad
+
+    a, v = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    x = mg.tensor(a, requires_grad=True)
+    (g,) = grad(F.std(x), [x], create_graph=True)
+    (hv,) = grad((g * mg.tensor(v)).sum(), [x])
+    tx = torch.tensor(a, requires_grad=True)
+    (tg,) = torch.autograd.grad(tx.std(unbiased=False), tx, create_graph=True)
+    (thv,) = torch.autograd.grad((tg * torch.tensor(v)).sum(), tx)
+    np.testing.assert_allclose(hv.numpy(), thv.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_logsumexp_nan_inf_and_empty():
+    nan, inf = math.nan, math.inf
+    assert math.isnan(F.logsumexp(mg.tensor([1.0, nan, 2.0])).item())
+    assert F.logsumexp(mg.tensor([1.0, inf])).item() == inf
+    assert F.logsumexp(mg.tensor([-inf, -inf])).item() == -inf
+    assert F.logsumexp(mg.zeros(0)).item() == -inf  # the log of an empty sum, as in PyTorch
+    np.testing.assert_array_equal(F.logsumexp(mg.zeros((0, 3)), axis=0).numpy(), [-inf] * 3)
+    assert F.logsumexp(mg.zeros((0, 3)), axis=1).shape == (0,)
+    x = mg.tensor(np.zeros((0, 3)), requires_grad=True)
+    F.logsumexp(x, axis=0).sum().backward()
+    assert x.grad.shape == (0, 3)
+
+
+BAD_AXIS = [(F.sum, "sum"), (F.mean, "mean"), (F.var, "var"), (F.std, "std"), (F.prod, "prod"),
+            (F.norm, "norm"), (F.max, "max"), (F.min, "min"), (F.argmax, "argmax"),
+            (F.argmin, "argmin"), (F.logsumexp, "logsumexp"), (F.cumsum, "cumsum"),
+            (F.softmax, "softmax"), (F.log_softmax, "log_softmax")]
+
+
+@pytest.mark.parametrize("fn,name", BAD_AXIS, ids=[n for _, n in BAD_AXIS])
+def test_bad_axis_is_pytorchs_dimension_out_of_range(fn, name):
+    with pytest.raises(IndexError, match=rf"^{name}: axis 2 .*Dimension out of range \(expected "
+                                         r"to be in range of \[-2, 1\], but got 2\)"):
+        fn(mg.zeros((2, 3)), axis=2)
+
+
+def test_extrema_of_an_empty_tensor_over_a_non_empty_axis(rng):
+    # PyTorch: zeros(0, 4).max(dim=1) is empty; only a reduction over no elements raises.
+    from minigrad.testing import gradcheck
+
+    x = mg.tensor(np.zeros((0, 4)), requires_grad=True)
+    values, idx = F.max(x, axis=1, return_indices=True)
+    assert values.shape == (0,) and idx.shape == (0,) and idx.dtype == mg.int64
+    assert F.min(x, axis=1, keepdims=True).shape == (0, 1)
+    assert F.argmax(x, axis=1).shape == (0,) and F.argmin(x, axis=-1).shape == (0,)
+    assert F.norm(x, ord=math.inf, axis=1).shape == (0,)
+    F.max(x, axis=1).sum().backward()
+    assert x.grad.shape == (0, 4)
+    assert gradcheck(lambda x: F.min(x, axis=(1, 2)), [np.zeros((0, 3, 4))])
+    for call, name in ((lambda: F.max(x), "max"), (lambda: F.min(x, axis=0), "min"),
+                       (lambda: F.argmax(x), "argmax"), (lambda: F.argmin(x, axis=0), "argmin"),
+                       (lambda: F.norm(x, ord=math.inf, axis=0), "norm")):
+        with pytest.raises(ValueError, match=rf"^{name}: .*(empty|no elements)"):
+            call()
+
+
+def test_any_and_all_over_every_axis_hold_a_0d_array():
+    t = mg.tensor([0.0, 1.0])
+    for r, expect in ((t.any(), True), (t.all(), False)):
+        assert r.shape == () and not isinstance(r.data, np.generic)
+        assert r.numpy().item() is expect and r.item() is expect

@@ -207,3 +207,75 @@ def test_shape_round_trips(a, data):
     np.testing.assert_array_equal(F.concat(parts, axis).numpy(), a)
     np.testing.assert_array_equal(F.stack(F.split(t, n, axis), axis).numpy(),
                                   np.stack(np.split(a, n, axis), axis))
+
+
+def test_axis_errors_are_pytorchs_dimension_out_of_range():
+    x = mg.zeros((2, 3))
+    cases = [("permute", lambda: F.permute(x, (0, 2)), 2, "[-2, 1]"),
+             ("swapaxes", lambda: F.swapaxes(x, 0, 4), 4, "[-2, 1]"),
+             ("swapaxes", lambda: F.swapaxes(x, -3, 0), -3, "[-2, 1]"),
+             ("expand_dims", lambda: F.expand_dims(x, 5), 5, "[-3, 2]"),
+             ("flatten", lambda: F.flatten(x, 3), 3, "[-2, 1]"),
+             ("transpose", lambda: F.transpose(x, (0, 2)), 2, "[-2, 1]"),
+             ("concat", lambda: F.concat([x, x], 2), 2, "[-2, 1]")]
+    for name, call, axis, valid in cases:
+        with pytest.raises(IndexError, match=rf"^{name}: axis {axis} .*Dimension out of range "
+                                             rf"\(expected to be in range of \{valid[:-1]}\], "
+                                             rf"but got {axis}\)"):
+            call()
+    assert F.swapaxes(mg.tensor(1.0), 0, -1).shape == ()  # 0-d: axes 0 and -1, as in PyTorch
+    assert F.swapaxes(x, -1, 0).shape == (3, 2)
+
+
+def test_transpose_repeated_axes_name_the_op_and_axes():
+    with pytest.raises(ValueError, match=r"transpose: axes \(0, 0\) are not a permutation"):
+        F.transpose(mg.zeros((2, 3)), (0, 0))
+    with pytest.raises(ValueError, match=r"permute: axes \(1,\) are not a permutation"):
+        F.permute(mg.zeros((2, 3)), (1,))
+
+
+def test_repeat_and_tile_reject_negative_counts():
+    x = mg.zeros((2, 3))
+    with pytest.raises(ValueError, match="repeat: repeats must be non-negative, got -1"):
+        F.repeat(x, -1)
+    with pytest.raises(ValueError, match="repeat: repeats must be non-negative, got -2"):
+        F.repeat(x, [1, -2, 1], axis=1)
+    with pytest.raises(ValueError, match=r"tile: reps must be non-negative, got \(2, -1\)"):
+        F.tile(x, (2, -1))
+    assert F.repeat(x, 0, axis=1).shape == (2, 0) and F.tile(x, (0, 1)).shape == (0, 3)
+
+
+def test_pad_refuses_fewer_pairs_than_axes():
+    # NumPy would broadcast the one pair to every axis, PyTorch's F.pad would pad only the last
+    # axis: either reading surprises someone, so say what to write instead.
+    x = mg.zeros((2, 3))
+    with pytest.raises(ValueError, match=r"pad: pad_width \(\(1, 1\),\) has 1 .* pairs for a "
+                                         r"2-D tensor; give one pair per axis, e.g. "
+                                         r"\(\(0, 0\), \(1, 1\)\)"):
+        F.pad(x, ((1, 1),))
+    assert F.pad(x, ((0, 0), (1, 1))).shape == (2, 5)
+    assert F.pad(x, (1, 1)).shape == (4, 5) and F.pad(x, 1).shape == (4, 5)  # NumPy forms
+    assert F.pad(mg.zeros(3), ((1, 2),)).shape == (6,)
+
+
+@pytest.mark.parametrize("op", [F.clone, F.detach])
+def test_clone_and_detach_need_a_tensor(op):
+    with pytest.raises(TypeError, match=rf"{op.__name__}: expected a Tensor, got int"):
+        op(3)
+    assert op(mg.ones(2)).tolist() == [1.0, 1.0]
+
+
+def test_setitem_refuses_a_value_that_requires_grad_while_recording():
+    x = mg.zeros(3)
+    v = mg.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match=r"__setitem__: the value \(shape \(2,\)\) requires "
+                                           "grad while recording.*F.index_put"):
+        x[:2] = v
+    assert x.tolist() == [0.0, 0.0, 0.0]  # nothing written
+    x[:2] = v.detach()
+    with mg.no_grad():
+        x[1:] = v
+    assert x.tolist() == [1.0, 1.0, 2.0]
+    y = F.index_put(x, (np.array([0, 1]),), v)  # the recorded way: the gradient reaches v
+    y.sum().backward()
+    assert v.grad.tolist() == [1.0, 1.0]

@@ -9,12 +9,17 @@ from __future__ import annotations
 import weakref
 from contextvars import ContextVar
 
+import numpy as np
+
 from .._backend.dtypes import is_floating
 from ..tensor import Tensor
 from .function import dispatch_hooks, dispatch_policy
 from .grad_mode import grad_enabled
 
 __all__ = ["run_backward", "grad", "current_backward_node", "register_grad_ready_hook"]
+
+_np_generic = np.generic
+_np_asarray = np.asarray
 
 # The node whose backward is running, for debug hooks (dtype trace, overflow localisation) that
 # attribute ops dispatched inside a backward to it. Set only while hooks are installed, so a
@@ -102,7 +107,13 @@ def _collect(roots) -> dict:
 
 
 def _conform(g, x, fn):
-    """Give a gradient its tensor's dtype; a shape mismatch is a bug in the op's backward."""
+    """Give a gradient its tensor's dtype; a shape mismatch is a bug in the op's backward.
+
+    A backward's array expression on 0-d arrays gives a NumPy scalar (ufuncs do that): every
+    gradient passes here, so this is the one place that turns it back into a 0-d array.
+    """
+    if isinstance(g.data, _np_generic):
+        g = Tensor._make(_np_asarray(g.data), g.requires_grad, g.creator, g._out_index)
     if g.shape != x.shape:
         name = fn.name if fn is not None else "backward"
         raise RuntimeError(

@@ -106,6 +106,17 @@ def _check_same_dtype(cls, inputs):
                     f"{cls.name} inputs for you)")
 
 
+def _scalar_output(fn, out):
+    """``out`` (a NumPy scalar) as a 0-d array. A saved copy of it is swapped for the array
+    too: backward recognises saved outputs by identity, and a forward that saved ``y`` would
+    otherwise see a constant, silently dropping the output's dependence on the inputs (second
+    derivatives of std/norm/prod over all axes)."""
+    arr = _np_asarray(out)
+    if fn.saved:
+        fn.saved = tuple([arr if s is out else s for s in fn.saved])
+    return arr
+
+
 def _broadcast_error(cls, inputs):
     """Replace NumPy's bare broadcast message with one naming the op and the shapes."""
     from ..functional._utils import broadcast_shape
@@ -211,7 +222,7 @@ class Function:
                 _broadcast_error(cls, inputs)
             raise
         if isinstance(out, _np_generic):  # NumPy turns 0-d results into scalars; keep arrays
-            out = _np_asarray(out)
+            out = _scalar_output(fn, out)
         if promote is not None and promote != "same":
             # NumPy and PyTorch agree whenever the result has the dtype of an input (same-dtype
             # floats, float widths, integers): checking the result costs one comparison. When
@@ -230,7 +241,8 @@ class Function:
             record = True in needs
         if type(out) is tuple:
             fn.n_outputs = len(out)
-            out = tuple([_np_asarray(o) if isinstance(o, _np_generic) else o for o in out])
+            out = tuple([_scalar_output(fn, o) if isinstance(o, _np_generic) else o
+                         for o in out])
             if record:
                 fn.out_meta = [(o.shape, o.dtype) for o in out]
                 result = tuple([_make(o, is_floating(o.dtype), fn, i) for i, o in enumerate(out)])

@@ -26,8 +26,9 @@ def check_axis(axis, ndim: int, op: str) -> int:
                             f"{axis!r}") from None
     if not -n <= axis < n:
         raise DimensionOutOfRange(
-            f"{op}: axis {axis} is out of range for a {ndim}-D tensor (dimension out of range: "
-            f"expected an axis in [{-n}, {n - 1}]); pick an axis of the input")
+            f"{op}: axis {axis} is out of range for a {ndim}-D tensor -- Dimension out of "
+            f"range (expected to be in range of [{-n}, {n - 1}], but got {axis}); pick an axis "
+            "of the input")
     return axis % n
 
 

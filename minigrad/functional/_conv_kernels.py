@@ -58,7 +58,8 @@ def _copy_add_bias(view, b):
     xp = get_array_module(view)
     y = xp.ascontiguousarray(view)
     if b is not None:
-        y.reshape(y.shape[0], y.shape[1], -1)[...] += b.reshape(-1, 1)
+        n, c, h, w = y.shape
+        y.reshape(n, c, h * w)[...] += b.reshape(c, 1)
     return y
 
 
@@ -154,7 +155,8 @@ class _BatchInner:
 
     def to_nchw(self, y, b):
         g = self.g
-        return _copy_add_bias(kernels.transposed(y.reshape(-1, g.n)).reshape(
+        # Explicit sizes, never -1: NumPy cannot infer -1 beside a 0 (an empty batch).
+        return _copy_add_bias(kernels.transposed(y.reshape(g.o * g.oh * g.ow, g.n)).reshape(
             g.n, g.o, g.oh, g.ow), b)
 
     def gy_matrix(self, gy):
@@ -174,7 +176,8 @@ class _BatchInner:
         ph, pw = g.padding
         # Crop (a fast copy of long runs when padded), then transpose CHWN -> NCHW.
         chwn = xp.ascontiguousarray(acc[:, ph:ph + g.h, pw:pw + g.w])
-        return kernels.transposed(chwn.reshape(-1, g.n)).reshape(g.n, g.c, g.h, g.w)
+        return kernels.transposed(chwn.reshape(g.c * g.h * g.w, g.n)).reshape(
+            g.n, g.c, g.h, g.w)
 
 
 # ----------------------------------------------------------------------------- entry points
@@ -275,6 +278,7 @@ def conv_bias_grad(gy):
     xp = get_array_module(gy)
     if is_low_precision(gy.dtype):
         return kernels.sum_fp32(gy, axis=(0, 2, 3)).astype(gy.dtype)
-    per_image = gy.reshape(gy.shape[0], gy.shape[1], -1)
+    n, o, h, w = gy.shape
+    per_image = gy.reshape(n, o, h * w)
     per_image = kernels.matmul(per_image, xp.ones(per_image.shape[2], dtype=gy.dtype))
     return per_image.sum(0)

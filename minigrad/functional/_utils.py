@@ -14,6 +14,7 @@ from .._backend.indexing import (  # noqa: F401  (re-exported for the op familie
 from ..autodiff.function import dispatch_hooks
 from ..autodiff.grad_mode import grad_enabled
 from ..tensor import Tensor
+from ._axes import check_axis
 
 _make = Tensor._make
 _PY_SCALARS = (int, float, bool)
@@ -94,11 +95,9 @@ def acc_dtype(dtype):
 
 
 def normalize_axis(axis: int, ndim: int, op: str) -> int:
-    """``axis`` in ``[0, ndim)``; a clear error naming the op otherwise."""
-    if not -ndim <= axis < max(ndim, 1):
-        raise op_error(op, f"axis {axis} is out of range for a {ndim}-D tensor",
-                       valid=f"[{-ndim}, {ndim})")
-    return axis % ndim if ndim else 0
+    """``axis`` in ``[0, ndim)``; PyTorch's "Dimension out of range" naming the op otherwise
+    (:func:`._axes.check_axis`)."""
+    return check_axis(axis, ndim, op)
 
 
 def normalize_axes(axis, ndim: int, op: str) -> tuple:
@@ -143,8 +142,11 @@ def blockwise(fn, x):
     Long elementwise formulas (erf: ~40 passes) are memory-bound on the CPU once their
     temporaries leave the cache; 32K-element blocks keep them in L2 (about 3x faster). On the
     GPU one launch per op is what matters, so CuPy arrays go through whole. (Backend-specific
-    by nature: a candidate for ``_backend.kernels``.)
+    by nature: a candidate for ``_backend.kernels``.) ``fn`` may update its temporaries in
+    place: it always receives an array of at least one dimension.
     """
+    if x.ndim == 0:  # NumPy ufuncs turn 0-d arrays into scalars, which ``out=`` refuses
+        return fn(x.reshape(1)).reshape(())
     if type(x) is not np.ndarray or x.size <= 2 * _HOST_BLOCK:
         return fn(x)
     flat = x.reshape(-1)

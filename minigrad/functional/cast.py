@@ -64,10 +64,19 @@ def to_device(x: Tensor, device) -> Tensor:
     return ToDevice.apply(x, device=device)
 
 
+def _check_tensor(x, op):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op}: expected a Tensor, got {type(x).__name__}; make one with "
+                        "mg.tensor(...)")
+
+
 def clone(x: Tensor) -> Tensor:
     """A copy of ``x`` that stays in the graph."""
+    _check_tensor(x, "clone")
     return Clone.apply(x)
 
 
 def detach(x: Tensor) -> Tensor:
+    """``x.detach()``: the same data, cut from the graph."""
+    _check_tensor(x, "detach")
     return x.detach()

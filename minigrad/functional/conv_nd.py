@@ -44,6 +44,11 @@ def _triple(op, stride, padding, dilation):
                  ((stride, "stride"), (padding, "padding"), (dilation, "dilation")))
 
 
+def _merge_hw(t):
+    """The 4-D view ``_check`` validates (sizes given: -1 cannot be inferred for N = 0)."""
+    return t.reshape(t.shape[:3] + (t.shape[3] * t.shape[4],))
+
+
 def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
     """3-D convolution (cross-correlation) over ``(N, C, D, H, W)`` input.
@@ -58,8 +63,7 @@ def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
     if x.ndim != 5 or weight.ndim != 5:
         raise op_error(op, "expected input (N, C, D, H, W) and a 5-D weight", input=x.shape,
                        weight=weight.shape)
-    _check(op, x.reshape(x.shape[:3] + (-1,)), weight.reshape(weight.shape[:3] + (-1,)),
-           bias, groups, 2)
+    _check(op, _merge_hw(x), _merge_hw(weight), bias, groups, 2)
     stride, padding, dilation = _triple(op, stride, padding, dilation)
     _out_size(op, x.shape[2:], weight.shape[2:], stride, padding, dilation)
     return _Conv3d.apply(x, weight, bias, kw={"stride": stride, "padding": padding,
@@ -122,8 +126,7 @@ def conv_transpose3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stri
     if x.ndim != 5 or weight.ndim != 5:
         raise op_error(op, "expected input (N, C_in, D, H, W) and a 5-D weight",
                        input=x.shape, weight=weight.shape)
-    _check(op, x.reshape(x.shape[:3] + (-1,)), weight.reshape(weight.shape[:3] + (-1,)),
-           bias, groups, 2, transposed=True)
+    _check(op, _merge_hw(x), _merge_hw(weight), bias, groups, 2, transposed=True)
     stride, padding, dilation = _triple(op, stride, padding, dilation)
     out_pad = _tuple(output_padding, 3, op, "output_padding")
     if min(stride) < 1 or min(dilation) < 1 or min(padding) < 0 or min(out_pad) < 0 or any(

@@ -18,6 +18,7 @@ from ..tensor import Tensor
 from ._utils import (
     as_operand,
     blockwise,
+    broadcast_shape,
     const,
     fast_backward,
     lift_scalar,
@@ -915,7 +916,13 @@ def _compare(name, ufunc):
     class Compare(_NoGrad):
         def forward(self, a, b):
             a, b = _pair(a, b)
-            return getattr(get_array_module(a if hasattr(a, "dtype") else b), ufunc)(a, b)
+            try:
+                return getattr(get_array_module(a if hasattr(a, "dtype") else b), ufunc)(a, b)
+            except ValueError:
+                # The logical ops promote nothing, so Function.apply's broadcast message (for
+                # promoting ops) does not reach them: name the op and both shapes here.
+                broadcast_shape(self.name, getattr(a, "shape", ()), getattr(b, "shape", ()))
+                raise
 
     Compare.name = name
     if not name.startswith("logical"):

@@ -291,7 +291,8 @@ def _canonical(equation: str, shapes: list) -> tuple:
                 raise op_error("einsum", f"label {c!r} has sizes {sizes[c]} and {n}; sizes "
                                "must match or be 1 (broadcast)", equation=equation,
                                shapes=shapes)
-            sizes[c] = max(sizes.get(c, 1), n)
+            if sizes.get(c, 1) == 1:  # a size-1 label broadcasts (to 0 too: not max())
+                sizes[c] = n
     targets = [tuple(sizes[c] for c in t) for t in out_terms]
     return ",".join(out_terms) + "->" + rhs, targets
 

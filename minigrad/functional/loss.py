@@ -17,7 +17,7 @@ from .._backend.indexing import host_checks
 from ..autodiff.function import Function
 from ..tensor import Tensor
 from ._axes import check_axis
-from ._utils import const, fast_backward, op_error, sum_to_shape
+from ._utils import broadcast_shape, const, fast_backward, op_error, sum_to_shape
 from .activation import (
     ArrayBackward,
     acc_dtype,
@@ -505,26 +505,27 @@ class KlDiv(_Pointwise):
         return -t, xp.log(xp.where(t > 0, t, 1.0)) + 1.0 - x
 
 
+def _check_shapes(op, input, target):
+    """Shapes that do not broadcast raise naming the loss and both shapes; for the
+    elementwise-difference losses a target that only broadcasts warns (as PyTorch does)."""
+    if target.shape == input.shape:
+        return
+    shape = broadcast_shape(op, input.shape, target.shape)
+    if target.size > 1 and op in _SHAPE_WARNED:
+        # (4, 1) vs (4,) broadcasts to (4, 4): almost always a bug, so say so.
+        warnings.warn(f"{op}: target shape {target.shape} differs from input shape "
+                      f"{input.shape}; they broadcast to {shape}, which is likely not "
+                      "intended -- reshape one of them to match", UserWarning, stacklevel=4)
+
+
 def _pointwise(cls, op, input, target, reduction, **params):
     _check_reduction(op, reduction)
     target = _as_tensor(target, input)
-    if target.shape != input.shape and target.size > 1 and op in _SHAPE_WARNED:
-        # (4, 1) vs (4,) broadcasts to (4, 4): almost always a bug, so say so (as PyTorch does).
-        warnings.warn(f"{op}: target shape {target.shape} differs from input shape "
-                      f"{input.shape}; they broadcast to {_broadcast_shape(input, target)}, "
-                      "which is likely not intended -- reshape one of them to match",
-                      UserWarning, stacklevel=3)
+    _check_shapes(op, input, target)
     return cls.apply(input, target, reduction=reduction, **params)
 
 
 _SHAPE_WARNED = ("mse_loss", "l1_loss", "smooth_l1_loss")
-
-
-def _broadcast_shape(a, b):
-    try:
-        return get_array_module(a.data).broadcast_shapes(a.shape, b.shape)
-    except ValueError:
-        return "nothing (incompatible)"
 
 
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
@@ -607,6 +608,7 @@ def kl_div(input: Tensor, target: Tensor, reduction: str = "mean",
     """
     _check_reduction("kl_div", reduction, _REDUCTIONS + ("batchmean",))
     target = _as_tensor(target, input)
+    _check_shapes("kl_div", input, target)
     red = "sum" if reduction == "batchmean" else reduction
     out = KlDiv.apply(input, target, reduction=red, log_target=bool(log_target))
     if reduction == "batchmean" and input.ndim > 0:
@@ -658,13 +660,27 @@ class CosineSimilarityBackward(ArrayBackward):
         return tuple(out)
 
 
-def cosine_similarity(a: Tensor, b: Tensor, axis: int = 1, eps: float = 1e-8) -> Tensor:
+def cosine_similarity(a: Tensor, b: Tensor, axis: int = 1, eps: float = 1e-8, *,
+                      dim: int | None = None) -> Tensor:
     """Cosine of the angle between ``a`` and ``b`` along ``axis`` (broadcasting).
 
     ``sum(a * b) / (max(|a|, eps) * max(|b|, eps))``, computed in float32.
 
+    Args:
+        a, b: broadcastable floating Tensors.
+        axis: the axis of the vectors.
+        eps: lower bound of each norm.
+        dim: PyTorch's name for ``axis``.
+
     Returns:
         A Tensor with ``axis`` removed, in the inputs' dtype.
     """
+    if dim is not None:
+        if axis not in (1, dim):
+            raise TypeError(f"cosine_similarity: got axis={axis} and dim={dim}; pass one")
+        axis = dim
     b = _as_tensor(b, a)
+    shape = a.shape if b.shape == a.shape else broadcast_shape("cosine_similarity", a.shape,
+                                                                b.shape)
+    axis = check_axis(axis, len(shape), "cosine_similarity")
     return CosineSimilarity.apply(a, b, axis=axis, eps=eps)

@@ -15,7 +15,7 @@ from .._backend import get_array_module
 from .._backend.dtypes import float32, is_low_precision
 from ..tensor import Tensor
 from ._composite import composite
-from ._utils import const, op_error
+from ._utils import broadcast_shape, const, op_error
 from .elementwise import log, maximum, minimum, relu, softplus, where
 from .elementwise import exp as _exp
 
@@ -54,6 +54,13 @@ def _tensor(t, like, op, what):
     return const(xp.asarray(t).astype(like.dtype))
 
 
+def _broadcastable(op, *tensors):
+    """Shapes that do not broadcast raise naming the loss (not the sub or mul inside it)."""
+    shapes = [t.shape for t in tensors]
+    if any(s != shapes[0] for s in shapes):
+        broadcast_shape(op, *shapes)
+
+
 def _same_shape(op, **tensors):
     shapes = {k: tuple(v.shape) for k, v in tensors.items()}
     if len(set(shapes.values())) != 1:
@@ -78,8 +85,9 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: fl
     _check("huber_loss", reduction)
     if delta <= 0:
         raise op_error("huber_loss", "delta must be positive", delta=delta)
-    return _Huber.apply(input, _tensor(target, input, "huber_loss", "target"),
-                        kw={"reduction": reduction, "delta": float(delta)})
+    target = _tensor(target, input, "huber_loss", "target")
+    _broadcastable("huber_loss", input, target)
+    return _Huber.apply(input, target, kw={"reduction": reduction, "delta": float(delta)})
 
 
 def _poisson_impl(x, y, log_input, full, eps, reduction):
@@ -108,9 +116,10 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
     if size_average is not None or reduce is not None:
         raise op_error("poisson_nll_loss", "size_average/reduce are deprecated; use reduction=")
     _check("poisson_nll_loss", reduction)
-    return _PoissonNll.apply(input, _tensor(target, input, "poisson_nll_loss", "target"),
-                             kw={"log_input": bool(log_input), "full": bool(full),
-                                 "eps": float(eps), "reduction": reduction})
+    target = _tensor(target, input, "poisson_nll_loss", "target")
+    _broadcastable("poisson_nll_loss", input, target)
+    return _PoissonNll.apply(input, target, kw={"log_input": bool(log_input), "full": bool(full),
+                                                "eps": float(eps), "reduction": reduction})
 
 
 # ----------------------------------------------------------------------------- margins
@@ -128,9 +137,10 @@ def hinge_embedding_loss(input: Tensor, target, margin: float = 1.0,
                          reduction: str = "mean") -> Tensor:
     """``input`` where ``target == 1``, ``max(0, margin - input)`` where ``target == -1``."""
     _check("hinge_embedding_loss", reduction)
-    return _HingeEmbedding.apply(input, kw={
-        "y": _tensor(target, input, "hinge_embedding_loss", "target"),
-        "margin": float(margin), "reduction": reduction})
+    y = _tensor(target, input, "hinge_embedding_loss", "target")
+    _broadcastable("hinge_embedding_loss", input, y)
+    return _HingeEmbedding.apply(input, kw={"y": y, "margin": float(margin),
+                                            "reduction": reduction})
 
 
 def _ranking_impl(x1, x2, y, margin, reduction):
@@ -146,6 +156,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target, margin: float = 
     """``max(0, -target * (input1 - input2) + margin)`` with ``target`` in {1, -1}."""
     _check("margin_ranking_loss", reduction)
     y = _tensor(target, input1, "margin_ranking_loss", "target")
+    _broadcastable("margin_ranking_loss", input1, input2, y)
     return _MarginRanking.apply(input1, input2, y,
                                 kw={"margin": float(margin), "reduction": reduction})
 
@@ -157,8 +168,9 @@ _SoftMargin = composite("soft_margin_loss", lambda x, y, reduction: _reduce(
 def soft_margin_loss(input: Tensor, target, reduction: str = "mean") -> Tensor:
     """Two-class logistic loss ``log(1 + exp(-target * input))``, ``target`` in {1, -1}."""
     _check("soft_margin_loss", reduction)
-    return _SoftMargin.apply(input, _tensor(target, input, "soft_margin_loss", "target"),
-                             kw={"reduction": reduction})
+    target = _tensor(target, input, "soft_margin_loss", "target")
+    _broadcastable("soft_margin_loss", input, target)
+    return _SoftMargin.apply(input, target, kw={"reduction": reduction})
 
 
 def _rows(op, x):

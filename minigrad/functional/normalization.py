@@ -9,6 +9,8 @@ activation, so a float16 model keeps float16-sized activations for backward.
 
 from __future__ import annotations
 
+import math
+
 from .._backend import get_array_module
 from ..autodiff.function import Function
 from ..tensor import Tensor
@@ -29,6 +31,8 @@ def _stats(xf, axes, eps):
 
 def _normalize_grad(gxhat, xhat, invstd, axes):
     """d/dx of ``xhat = (x - mean(x)) * invstd`` given d/dxhat, over the statistics' axes."""
+    if gxhat.size == 0:  # no rows (an empty batch): an empty gradient of the right shape
+        return gxhat * invstd
     inv_n = invstd.size / gxhat.size  # 1 / (elements per statistic)
     m1 = gxhat.sum(axis=axes, keepdims=True) * inv_n
     m2 = (gxhat * xhat).sum(axis=axes, keepdims=True) * inv_n
@@ -245,6 +249,7 @@ def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None,
         if t is not None and t.size != c:
             raise op_error("group_norm", f"{label} must have C = x.shape[1] elements",
                            x_shape=x.shape, **{f"{label}_shape": t.shape})
-    gshape = (x.shape[0], num_groups, -1)
+    # Sizes given, not -1: NumPy cannot infer -1 beside a 0 (an empty batch).
+    gshape = (x.shape[0], num_groups, c // num_groups * math.prod(x.shape[2:]))
     pshape = (1, c) + (1,) * (x.ndim - 2)
     return GroupNorm.apply(x, weight, bias, gshape=gshape, axes=(2,), pshape=pshape, eps=eps)

@@ -108,7 +108,7 @@ class Var(Function):
     name = "var"
 
     def forward(self, x, axis, keepdims, ddof):
-        self.axes = _axes(axis, x.ndim, "var")
+        self.axes = _axes(axis, x.ndim, self.name)
         self.keepdims, self.in_shape = keepdims, x.shape
         self.denom = _count(x.shape, self.axes) - ddof
         self.save_for_backward(x)
@@ -150,7 +150,8 @@ def _move_to_end(x, axes):
     rest = [i for i in range(x.ndim) if i not in axes]
     moved = xp.transpose(x, rest + list(axes)) if list(axes) != list(range(
         x.ndim - len(axes), x.ndim)) else x
-    return moved.reshape(tuple(x.shape[i] for i in rest) + (-1,)), rest
+    # The size spelled out: NumPy cannot infer -1 beside a 0 (max over axis 1 of a (0, 4)).
+    return moved.reshape(tuple(x.shape[i] for i in rest) + (_count(x.shape, axes),)), rest
 
 
 def _first_hit_mask(x, axes, idx):
@@ -172,11 +173,11 @@ class Max(Function):
     _arg = "argmax"
 
     def forward(self, x, axis, keepdims, return_indices):
-        if x.size == 0:
-            raise op_error(self.name, "reduction of an empty tensor has no identity",
-                           shape=x.shape)
         xp = get_array_module(x)
         self.axes = _axes(axis, x.ndim, self.name)
+        if x.size == 0 and _count(x.shape, self.axes) == 0:  # (0, 4) over axis 1 is fine
+            raise op_error(self.name, "reduction of an empty tensor has no identity",
+                           shape=x.shape)
         self.keepdims, self.in_shape = keepdims, x.shape
         flat, _ = _move_to_end(x, self.axes)
         idx = getattr(xp, self._arg)(flat, axis=-1)
@@ -209,6 +210,9 @@ class ArgMax(Function):
 
     def forward(self, x, axis, keepdims):
         xp = get_array_module(x)
+        if x.size == 0 and (axis is None or x.shape[check_axis(axis, x.ndim, self.name)] == 0):
+            raise op_error(self.name, "the index of an extremum over no elements is undefined; "
+                           "reduce over a non-empty axis", shape=x.shape, axis=axis)
         if axis is None or x.ndim == 0:
             if axis is not None:
                 check_axis(axis, 0, self.name)
@@ -235,11 +239,16 @@ class LogSumExp(Function):
         self.axes = _axes(axis, x.ndim, "logsumexp")
         self.keepdims, self.in_shape = keepdims, x.shape
         z = x.astype(acc_dtype(x.dtype), copy=False)
-        m = xp.max(z, axis=self.axes, keepdims=True)
-        m = xp.where(xp.isfinite(m), m, 0)  # all -inf (or inf) slices: no shift, no nan
+        if _count(x.shape, self.axes):
+            m = xp.max(z, axis=self.axes, keepdims=True)
+            m = xp.where(xp.isfinite(m), m, 0)  # all -inf, inf or nan slices: no shift
+        else:  # empty slices: the sum of no exps is 0, so the result is -inf (PyTorch)
+            m = xp.zeros(_keep(x.shape, self.axes), dtype=z.dtype)
         s = xp.sum(xp.exp(z - m), axis=self.axes, keepdims=True)
-        # An all -inf slice sums to 0: its result is -inf, without a log(0) warning.
-        y = xp.log(xp.where(s > 0, s, 1)) + xp.where(s > 0, m, -math.inf)
+        # An all -inf (or empty) slice sums to 0: its result is -inf, without a log(0)
+        # warning. A nan anywhere makes s nan, and the result stays nan.
+        none = s == 0
+        y = xp.log(xp.where(none, 1, s)) + xp.where(none, -math.inf, m)
         if not keepdims:
             y = y.reshape(tuple(n for i, n in enumerate(x.shape) if i not in self.axes))
         y = y.astype(x.dtype, copy=False)
@@ -323,8 +332,9 @@ class Norm(Function):
         self.keepdims, self.in_shape, self.ord = keepdims, x.shape, ord
         z = xp.abs(x.astype(acc_dtype(x.dtype), copy=False))
         if ord == math.inf:
-            if z.size == 0:
-                raise op_error("norm", "the inf-norm of an empty tensor is undefined")
+            if _count(x.shape, self.axes) == 0:
+                raise op_error("norm", "the inf-norm over no elements is undefined",
+                               shape=x.shape)
             flat, _ = _move_to_end(z, self.axes)
             self.idx = xp.argmax(flat, axis=-1)
             y = xp.max(z, axis=self.axes, keepdims=keepdims)

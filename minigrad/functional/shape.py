@@ -14,6 +14,7 @@ from .._backend import get_array_module
 from .._backend.dtypes import float32
 from ..autodiff.function import Function
 from ..tensor import Tensor
+from ._axes import check_axis
 from ._utils import (
     along_axis_linear_index,
     check_index_range,
@@ -94,9 +95,12 @@ class Flatten(Reshape):
 class Transpose(Function):
     name = "transpose"
 
-    def forward(self, x, axes):
+    def forward(self, x, axes, op="transpose"):
         self.axes = axes
-        return get_array_module(x).transpose(x, axes)
+        try:
+            return get_array_module(x).transpose(x, axes)
+        except ValueError:  # NumPy's AxisError too; explained only once NumPy refuses
+            raise _permutation_error(op, axes, x.ndim) from None
 
     def backward(self, gy):
         if self.axes is None:
@@ -119,6 +123,13 @@ class BroadcastTo(Function):
         return sum_to_shape(gy, self.in_shape)
 
 
+def _permutation_error(op, axes, ndim):
+    for a in axes:
+        check_axis(a, ndim, op)  # raises PyTorch's "Dimension out of range"
+    return op_error(op, f"axes {axes} are not a permutation of the {ndim} axes of the input; "
+                    "list each axis once")
+
+
 def reshape(x: Tensor, shape) -> Tensor:
     """``x`` with a new shape (one ``-1`` allowed)."""
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
@@ -135,7 +146,7 @@ def transpose(x: Tensor, axes=None) -> Tensor:
 def permute(x: Tensor, axes) -> Tensor:
     """Reorder axes: output axis ``i`` is input axis ``axes[i]`` (alias of :func:`transpose`,
     recorded as a ``transpose`` op)."""
-    return _view(Transpose.apply(x, axes=tuple(axes)), x)
+    return _view(Transpose.apply(x, axes=tuple(axes), op="permute"), x)
 
 
 def broadcast_to(x: Tensor, shape) -> Tensor:
@@ -148,9 +159,11 @@ def broadcast_to(x: Tensor, shape) -> Tensor:
 
 def swapaxes(x: Tensor, axis1: int, axis2: int) -> Tensor:
     """Exchange two axes."""
+    axis1, axis2 = check_axis(axis1, x.ndim, "swapaxes"), check_axis(axis2, x.ndim, "swapaxes")
     axes = list(range(x.ndim))
-    axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
-    return _view(Transpose.apply(x, axes=tuple(axes)), x)
+    if axes:  # a 0-d tensor has nothing to swap (axes 0 and -1 are allowed, as in PyTorch)
+        axes[axis1], axes[axis2] = axes[axis2], axes[axis1]
+    return _view(Transpose.apply(x, axes=tuple(axes), op="swapaxes"), x)
 
 
 def expand_dims(x: Tensor, axis) -> Tensor:
@@ -389,8 +402,17 @@ def pad(x: Tensor, pad_width, mode: str = "constant", value: float = 0.0) -> Ten
     """
     if mode not in _PAD_MODES:
         raise op_error("pad", f"unknown mode {mode!r}; use one of {sorted(_PAD_MODES)}")
+    w = np.asarray(pad_width, dtype=np.int64)
+    # One pair per axis, or a single n / (before, after) for every axis (NumPy). Fewer pairs
+    # than axes is refused rather than broadcast: PyTorch's F.pad would pad only the trailing
+    # axes, so either reading would silently surprise someone.
+    if w.ndim == 2 and w.shape[0] != x.ndim and not (w.shape[0] == 1 and x.ndim <= 1):
+        raise op_error("pad", f"pad_width {pad_width!r} has {w.shape[0]} (before, after) pairs "
+                       f"for a {x.ndim}-D tensor; give one pair per axis, e.g. "
+                       f"{((0, 0),) * (x.ndim - 1) + ((1, 1),)} to pad only the last axis",
+                       shape=x.shape)
     try:
-        widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2))
+        widths = np.broadcast_to(w, (x.ndim, 2))
     except ValueError:
         raise op_error("pad", f"pad_width {pad_width!r} does not fit a {x.ndim}-D tensor; "
                        "give n, (before, after) or one pair per axis") from None
@@ -427,11 +449,17 @@ def repeat(x: Tensor, repeats, axis=None) -> Tensor:
         x, axis = x.reshape(-1), 0
     axis = normalize_axis(axis, x.ndim, "repeat")
     if isinstance(repeats, (int, np.integer)):
+        if repeats < 0:
+            raise op_error("repeat", f"repeats must be non-negative, got {repeats}",
+                           shape=x.shape)
         return Repeat.apply(x, repeats=int(repeats), axis=axis)
     counts = np.asarray(repeats.numpy() if isinstance(repeats, Tensor) else repeats)
     if counts.shape != (x.shape[axis],):
         raise op_error("repeat", f"need one count per element of axis {axis}",
                        shape=x.shape, repeats=counts.shape)
+    if (counts < 0).any():
+        raise op_error("repeat", f"repeats must be non-negative, got {counts.min()}",
+                       shape=x.shape)
     return index_select(x, axis, np.repeat(np.arange(x.shape[axis]), counts))
 
 
@@ -454,6 +482,8 @@ class Tile(Function):
 def tile(x: Tensor, reps) -> Tensor:
     """Repeat the whole tensor ``reps`` times per axis (NumPy semantics)."""
     reps = (reps,) if isinstance(reps, int) else tuple(int(r) for r in reps)
+    if any(r < 0 for r in reps):
+        raise op_error("tile", f"reps must be non-negative, got {reps}", shape=x.shape)
     return Tile.apply(x, reps=reps)
 
 

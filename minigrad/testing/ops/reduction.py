@@ -3,14 +3,10 @@
 import numpy as np
 
 from ..op_table import INF, NAN, ErrorInput, NonFinite, OpInfo, Sample, rand
-from ._known import AXIS_ERR, GRAD_0D
 
 _EMPTY_MEAN = "the mean of an empty tensor is nan as in PyTorch and NumPy (today: 0)"
 _ONE_NAN = np.array([1.0, NAN, 2.0])
 _GRAD_EMPTY = "backward of an empty reduction raises ZeroDivisionError (count 0)"
-_GRADGRAD_ALL = ("second derivative over all axes (axis=None) is wrong: gradgradcheck "
-                 "analytic != numeric and the Hessian-vector product differs from "
-                 "torch.autograd's, while axis=1 is right")
 
 
 def _reduction(name, amp, ref, gradgrad=False, nan_expect=NAN, empty=None, differentiable=True,
@@ -25,7 +21,7 @@ def _reduction(name, amp, ref, gradgrad=False, nan_expect=NAN, empty=None, diffe
                Sample((rand(3, 4),), dict(kw_, axis=-2), name="neg_axis"),
                Sample((rand(),), dict(kw_), name="0d", xfail_grad=xfail_0d), *extra]
     errors = [ErrorInput((rand(2, 3),), IndexError, "Dimension out of range", {"axis": 2},
-                         name="bad_axis", xfail=AXIS_ERR)]
+                         name="bad_axis")]
     if empty is None:
         errors.append(ErrorInput((rand(0),), ValueError, (name, "empty"), name="empty"))
     else:
@@ -64,21 +60,14 @@ OPS = [
     _reduction("sum", "fp32", _np(np.sum), empty=0.0),
     _reduction("mean", "fp32", None, empty=NAN),
     _reduction("var", "fp32", _np(np.var), gradgrad=True, empty=NAN),
-    _reduction("std", "fp32", _np(np.std), gradgrad=True, empty=NAN,
-               xfail={"gradgrad": _GRADGRAD_ALL}),
-    _reduction("prod", "fp32", _np(np.prod), gradgrad=True, empty=1.0,
-               xfail={"gradgrad": _GRADGRAD_ALL}),
-    _reduction("max", "passthrough", _np(np.max), xfail_0d=GRAD_0D, extra=(
+    _reduction("std", "fp32", _np(np.std), gradgrad=True, empty=NAN),
+    _reduction("prod", "fp32", _np(np.prod), gradgrad=True, empty=1.0),
+    _reduction("max", "passthrough", _np(np.max), extra=(
         Sample((rand(3, 4),), {"axis": 1, "return_indices": True}, name="indices"),)),
-    _reduction("min", "passthrough", _np(np.min), xfail_0d=GRAD_0D, extra=(
+    _reduction("min", "passthrough", _np(np.min), extra=(
         Sample((rand(3, 4),), {"axis": 1, "return_indices": True}, name="indices"),)),
-    _reduction("logsumexp", "fp32", _logsumexp, gradgrad=True, empty=-INF,
-               xfail_empty="logsumexp of an empty tensor raises NumPy's 'zero-size array to "
-                           "reduction operation maximum' (PyTorch: -inf)",
-               xfail={"nonfinite": "logsumexp([1, nan, 2]) is -inf: the max shift drops NaN "
-                                   "(PyTorch and the math: nan)"}),
-    _reduction("norm", "fp32", _norm, gradgrad=True, empty=0.0,
-               xfail={"gradgrad": _GRADGRAD_ALL}),
+    _reduction("logsumexp", "fp32", _logsumexp, gradgrad=True, empty=-INF),
+    _reduction("norm", "fp32", _norm, gradgrad=True, empty=0.0),
     # PyTorch's argmax/argmin return the index of the (first) NaN.
     _reduction("argmax", "passthrough", _np(np.argmax), differentiable=False, nan_expect=1),
     _reduction("argmin", "passthrough", _np(np.argmin), differentiable=False, nan_expect=1),
@@ -89,7 +78,7 @@ OPS = [
         Sample((rand(3, 4),), name="flat")), "fp32",
         ref=lambda x, axis=None: np.cumsum(x, axis=axis),
         errors=(ErrorInput((rand(2, 3),), IndexError, "Dimension out of range", {"axis": 2},
-                           name="bad_axis", xfail=AXIS_ERR),),
+                           name="bad_axis"),),
         nonfinite=(NonFinite((_ONE_NAN,), [1.0, NAN, NAN], {"axis": 0}),
                    NonFinite((np.array([INF, -INF]),), [INF, NAN], {"axis": 0},
                              name="inf_minus_inf"))),
