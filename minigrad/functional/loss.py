@@ -267,6 +267,11 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         raise op_error("cross_entropy", "label_smoothing must be in [0, 1]",
                        label_smoothing=label_smoothing)
     target = _as_tensor(target, input)
+    if input.ndim == 2 and target.ndim == 2 and target.shape[1] == 1 \
+            and target.dtype.kind in "iu":
+        # OneFlow's AMP guide feeds (N, 1) class indices; integers cannot be probabilities,
+        # so the trailing axis is unambiguous (a float (N, 1) target stays a shape error).
+        target = target.reshape(target.shape[0])
     return CrossEntropy.apply(input, target, weight=_data(weight), ignore_index=ignore_index,
                               reduction=reduction, label_smoothing=float(label_smoothing),
                               axis=axis)

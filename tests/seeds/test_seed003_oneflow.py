@@ -1,11 +1,9 @@
-"""Seed 003 (OneFlow AMP guide): every code sample, ``oneflow`` -> ``minigrad``
-(``optim.SGD`` -> ``minigrad.optimizer.SGD``, ``flow.amp`` is ``minigrad.amp``,
-``nn.Graph`` -> ``minigrad.nn.Graph``).
+"""Seed 003 (OneFlow AMP guide): every code sample with only ``oneflow`` -> ``minigrad``
+(``flow.optim.SGD``, ``flow.amp.GradScaler``, ``flow.nn.Graph`` as written).
 
-One deviation: the guide's labels are ``flow.ones(128, 1, dtype=flow.int64)`` for ``(128, 10)``
-logits; minigrad's cross entropy (like PyTorch's) wants ``(128,)`` class indices and says so
-(asserted below), so the training loop uses ``mg.ones(128, dtype=mg.int64)``. The guide runs 100
-iterations; the tests run 20-30 and check that the loss falls and that the gradient scaler's
+The guide's labels are ``flow.ones(128, 1, dtype=flow.int64)`` for ``(128, 10)`` logits: integer
+``(N, 1)`` targets are read as ``(N,)`` class indices, as OneFlow does (a float ``(N, 1)``
+target stays a shape error, asserted below). The guide runs 100 iterations; the tests run 20-30 and check that the loss falls and that the gradient scaler's
 settings are the ones the guide passes (the graph gives the scaler OneFlow's floor of 1).
 """
 
@@ -14,7 +12,6 @@ import pytest
 import minigrad as flow
 import minigrad.amp  # noqa: F401 - makes flow.amp available
 import minigrad.nn as nn
-from minigrad import optimizer as optim
 
 
 def _setup():
@@ -30,7 +27,7 @@ def _setup():
     model.train()
 
     loss_fn = nn.CrossEntropyLoss().to(DEVICE)
-    optimizer = optim.SGD(model.parameters(), lr=1e-3)
+    optimizer = flow.optim.SGD(model.parameters(), lr=1e-3)
     return DEVICE, model, loss_fn, optimizer
 
 
@@ -67,7 +64,7 @@ def test_enable_amp_and_grad_scaler():
     w0 = model[0].weight.numpy().copy()
     for _ in range(30):
         x = flow.randn(128, 256).to(DEVICE)
-        y = flow.ones(128, dtype=flow.int64).to(DEVICE)
+        y = flow.ones(128, 1, dtype=flow.int64).to(DEVICE)
 
         y_pred = graph_model(x, y)
 
@@ -79,12 +76,14 @@ def test_enable_amp_and_grad_scaler():
     assert scaler.skipped_steps == 0
 
 
-def test_guide_label_shape_is_rejected_clearly():
+def test_guide_label_shape_means_class_indices():
     _, model, loss_fn, _ = _setup()
     x = flow.randn(128, 256)
-    y = flow.ones(128, 1, dtype=flow.int64)
-    with pytest.raises(Exception, match="target shape"):
-        loss_fn(model(x), y)
+    logits = model(x)
+    same = loss_fn(logits, flow.ones(128, 1, dtype=flow.int64)).item()
+    assert same == loss_fn(logits, flow.ones(128, dtype=flow.int64)).item()
+    with pytest.raises(Exception, match="target"):  # floats would be probabilities: no guess
+        loss_fn(logits, flow.ones(128, 1))
 
 
 def test_enable_amp_without_scaler():
