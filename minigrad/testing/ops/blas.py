@@ -27,6 +27,10 @@ def _fused(name, shapes, out, prod, empty):
     """Samples for ``name(input, a, b, beta=, alpha=)``: ``input`` full-size, broadcast, 0-d."""
     a, b = rand(*shapes[0], seed=1), rand(*shapes[1], seed=2)
     nan_in = np.full(out, NAN)
+    inf_a = a.copy()
+    inf_a.flat[0] = INF
+    with np.errstate(invalid="ignore"):  # BLAS may form 0 * inf in its padding
+        inf_out = rand(*out) + prod(inf_a, b)
     return _op(name, [
         Sample((rand(*out), a, b)),
         Sample((rand(*out), a, b), {"beta": 0.5, "alpha": -2.0}, name="scaled"),
@@ -39,8 +43,7 @@ def _fused(name, shapes, out, prod, empty):
         _axpby(prod),
         # beta=0 ignores input: NaN/inf there do not leak into the result (PyTorch).
         nonfinite=(NonFinite((nan_in, a, b), prod(a, b), {"beta": 0}, name="beta0"),
-                   NonFinite((rand(*out), np.full(shapes[0], INF), b),
-                             rand(*out) + prod(np.full(shapes[0], INF), b), name="inf")))
+                   NonFinite((rand(*out), inf_a, b), inf_out, name="inf")))
 
 
 def _multi_dot_ref(ts):
