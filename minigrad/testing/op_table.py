@@ -31,8 +31,10 @@ __all__ = ["FAMILIES", "INF", "NAN", "NON_OPS", "ErrorInput", "NonFinite", "OpIn
 NON_OPS: dict = {}
 
 # Op families that must declare at least one error input (one file each under functional/).
-FAMILIES = ("activation", "attention", "cast", "conv", "elementwise", "linalg", "loss",
-            "normalization", "pooling", "recurrent", "reduction", "shape", "sparse")
+FAMILIES = ("activation", "attention", "blas", "cast", "conv", "conv_nd", "distance",
+            "elementwise", "linalg", "loss", "loss_margin", "normalization", "pooling",
+            "recurrent", "recurrent_relu", "reduction", "sampling", "scan", "shape", "sparse",
+            "transcendental", "upsample")
 
 
 @dataclass(frozen=True)
