@@ -48,11 +48,10 @@ def _convt_ref(x, w, b=None, stride=1, padding=0, output_padding=0, groups=1, di
     cg, og = x.shape[1] // groups, w.shape[1]
     out = np.zeros((x.shape[0], og * groups, *full))
     for tap in np.ndindex(*k):
-        region = (slice(None),) + tuple(
-            slice(tap[i] * d[i], tap[i] * d[i] + (n_in[i] - 1) * s[i] + 1, s[i])
-            for i in range(nd))
+        region = tuple(slice(tap[i] * d[i], tap[i] * d[i] + (n_in[i] - 1) * s[i] + 1, s[i])
+                       for i in range(nd))
         for g in range(groups):
-            out[(slice(None), slice(g * og, (g + 1) * og)) + region[1:]] += np.einsum(
+            out[(slice(None), slice(g * og, (g + 1) * og)) + region] += np.einsum(
                 "nc...,co->no...", x[:, g * cg:(g + 1) * cg],
                 w[(slice(g * cg, (g + 1) * cg), slice(None)) + tap])
     out = out[(slice(None), slice(None)) + tuple(slice(p[i], full[i] - p[i])

@@ -31,9 +31,9 @@ def _grid_sample_ref(x, grid, mode="bilinear", padding_mode="zeros", align_corne
                     continue
                 x0, y0 = int(np.floor(px)), int(np.floor(py))
                 fx, fy = px - x0, py - y0
-                out[b, :, i, j] = ((1 - fy) * ((1 - fx) * pixel(b, y0, x0) + fx * pixel(b, y0, x0 + 1))
-                                   + fy * ((1 - fx) * pixel(b, y0 + 1, x0)
-                                           + fx * pixel(b, y0 + 1, x0 + 1)))
+                top = (1 - fx) * pixel(b, y0, x0) + fx * pixel(b, y0, x0 + 1)
+                bottom = (1 - fx) * pixel(b, y0 + 1, x0) + fx * pixel(b, y0 + 1, x0 + 1)
+                out[b, :, i, j] = (1 - fy) * top + fy * bottom
     return out
 
 
