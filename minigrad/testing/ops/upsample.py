@@ -10,9 +10,6 @@ import numpy as np
 
 from ..op_table import NAN, ErrorInput, NonFinite, OpInfo, Sample, rand
 
-# A resampling matrix times the input makes every output depend on every input of its axis:
-# 0 * nan = nan, so one NaN/inf pixel turns its whole row/column NaN. PyTorch (and the
-# reference) only read the taps each output needs.
 _NAN_ROW = ("interpolate spreads a NaN/inf input over its whole axis (the resampling matmul "
             "computes 0 * nan = nan for every output); PyTorch keeps it to the outputs whose taps "
             "read it")
