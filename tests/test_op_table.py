@@ -6,7 +6,7 @@ against float64), through the float64 gradcheck
 (and gradgradcheck where declared), with non-contiguous inputs and under autocast (float16 and
 bfloat16); every declared error input and inf/NaN case is checked. The checks themselves live
 in ``minigrad/testing/op_checks.py``. Known deviations are declared in the table with a reason
-and run as ``xfail(strict=False)``.
+and run as ``xfail(strict=True)``: a mark left on a fixed op fails.
 """
 
 import pytest
@@ -27,7 +27,7 @@ def _params(select, test):
             reason = getattr(item, "xfail", None) or info.xfail.get(test)
             if test in _GRAD_TESTS:
                 reason = reason or item.xfail_grad
-            marks = [pytest.mark.xfail(reason=reason, strict=False)] if reason else []
+            marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
             out.append(pytest.param(info, item, id=f"{name}-{item.name}", marks=marks))
     return out
 
@@ -66,7 +66,7 @@ def test_forward(info, sample):
 
 @pytest.mark.parametrize("info,dtype", [
     pytest.param(info, dtype, id=f"{name}-{dtype}", marks=[pytest.mark.xfail(
-        reason=info.xfail[dtype], strict=False)] if dtype in info.xfail else [])
+        reason=info.xfail[dtype], strict=True)] if dtype in info.xfail else [])
     for name, info in sorted(TABLE.items()) for dtype in ("float32", "float16", "bfloat16")])
 def test_dtype(info, dtype):
     C.check_dtype(info, dtype)
@@ -90,7 +90,7 @@ def test_noncontiguous(info, sample):
 
 @pytest.mark.parametrize("info,low", [
     pytest.param(info, low, id=f"{name}-{low}", marks=[pytest.mark.xfail(
-        reason=info.xfail["autocast"], strict=False)] if "autocast" in info.xfail else [])
+        reason=info.xfail["autocast"], strict=True)] if "autocast" in info.xfail else [])
     for name, info in sorted(TABLE.items()) if C.autocast_applies(info)
     for low in ("float16", "bfloat16")])
 def test_autocast_dtype(info, low):

@@ -12,7 +12,8 @@ inputs unless their position is listed in ``Sample.const``; integer arrays and P
 are passed through unchanged. A list or tuple of arrays (``concat``'s input, ``lstm_cell``'s
 ``(h, c)``) counts as one argument.
 Known deviations from the expected (PyTorch-like) behaviour are declared with ``xfail=reason``;
-the runner turns them into ``pytest.mark.xfail(strict=False)``.
+the runner turns them into ``pytest.mark.xfail(strict=True)``, so a fixed bug whose mark
+stays fails the suite.
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ __all__ = ["FAMILIES", "INF", "NAN", "NON_OPS", "ErrorInput", "NonFinite", "OpIn
 NON_OPS: dict = {}
 
 # Op families that must declare at least one error input (one file each under functional/).
-FAMILIES = ("activation", "attention", "cast", "conv", "elementwise", "linalg", "loss",
-            "normalization", "pooling", "recurrent", "reduction", "shape", "sparse")
+FAMILIES = ("activation", "attention", "blas", "cast", "conv", "conv_nd", "distance",
+            "elementwise", "linalg", "loss", "loss_margin", "normalization", "pooling",
+            "recurrent", "recurrent_relu", "reduction", "sampling", "scan", "shape", "sparse",
+            "transcendental", "upsample")
 
 
 @dataclass(frozen=True)

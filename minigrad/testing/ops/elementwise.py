@@ -5,7 +5,6 @@ import numpy as np
 from ..op_table import INF, NAN, ErrorInput, NonFinite, OpInfo, Sample, pos, rand
 
 SPECIAL = np.array([NAN, INF, -INF])
-_SHAPE_ERR = "broadcast errors name the op and both shapes (pending the broadcast-message fix)"
 
 
 def _unary(name, amp, special, domain=rand, gradgrad=True, ref=None, kwargs=None, xfail_0d=None,
@@ -112,7 +111,7 @@ OPS = [
         Sample((np.zeros((0, 4), bool), rand(0, 4), rand(4)), name="empty")), "promote",
         ref=np.where,
         errors=(ErrorInput((rand(2) > 0, rand(2, 3), rand(4)), ValueError,
-                           ("where", "(2, 3)", "(4,)"), name="broadcast", xfail=_SHAPE_ERR),)),
+                           ("where", "(2, 3)", "(4,)"), name="broadcast"),)),
     OpInfo("prelu", "elementwise", (
         Sample((rand(2, 3, 4), rand(3, seed=1))),
         Sample((rand(2, 3), rand(1, seed=1)), name="shared"),

@@ -1,0 +1,34 @@
+"""Op-table entries for ``minigrad/functional/scan.py``."""
+
+import numpy as np
+
+from ..op_table import INF, NAN, ErrorInput, NonFinite, OpInfo, Sample, rand
+
+
+def _ref(x, axis=None, dim=None):
+    axis = dim if axis is None else axis
+    return np.cumprod(x.reshape(-1) if axis is None else x, axis=axis or 0)
+
+
+_ZEROS = np.array([[0.5, 0.0, 2.0, 0.0], [1.5, -1.0, 0.0, 3.0]])
+
+__all__ = ["OPS"]
+
+OPS = [
+    OpInfo("cumprod", "scan", (
+        Sample((rand(3, 4),), {"axis": 1}),
+        Sample((rand(3, 4),), {"dim": 0}, name="dim"),
+        Sample((rand(2, 3, 4),), {"axis": -2}, name="neg_axis"),
+        Sample((rand(3, 4),), name="flat"),
+        # Exact gradient through zeros (the first zero of a slice and everything after it).
+        Sample((_ZEROS,), {"axis": 1}, name="zeros"),
+        Sample((rand(),), name="0d"),
+        Sample((rand(0, 4),), {"axis": 0}, name="empty")), "fp32",
+        gradgrad=True, ref=_ref,
+        nonfinite=(NonFinite((np.array([1.0, NAN, 2.0]),), [1.0, NAN, NAN], {"axis": 0}),
+                   NonFinite((np.array([2.0, INF, 0.0]),), [2.0, INF, NAN], {"axis": 0},
+                             name="inf_times_zero")),
+        # IndexError is PyTorch's type; the message names the op either way.
+        errors=(ErrorInput((rand(2, 3),), (IndexError, ValueError), ("cumprod", "out of range"),
+                           {"axis": 2}, name="bad_axis"),)),
+]
