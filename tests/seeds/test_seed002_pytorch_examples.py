@@ -401,8 +401,6 @@ def test_seed_block_multiple_losses_and_optimizers():
     assert len(ns["scaler"].history) == len(ns["data"]) * len(ns["epochs"])
 
 
-@pytest.mark.xfail(strict=False, raises=NotImplementedError,
-                   reason="cross_entropy double backward pending")
 @pytest.mark.parametrize("index", [2, 3], ids=["penalty", "scaled_penalty"])
 def test_seed_gradient_penalty_with_cross_entropy(index):
     ns = _namespace("cross_entropy")
