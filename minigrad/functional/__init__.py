@@ -26,4 +26,3 @@ from .loss_margin import *
 from .upsample import *
 from .sampling import *
 from .conv_nd import *
-from .recurrent_relu import *

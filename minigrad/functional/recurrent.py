@@ -14,7 +14,7 @@ from ..tensor import Tensor
 from ._utils import op_error
 from .activation import ArrayBackward, acc_dtype, check_floating, run_array_backward
 
-__all__ = ["gru_cell", "lstm_cell", "rnn_tanh_cell"]
+__all__ = ["gru_cell", "lstm_cell", "rnn_relu_cell", "rnn_tanh_cell"]
 
 
 def _sigmoid(x):
@@ -83,6 +83,22 @@ class RnnTanhCell(_Cell):
     def _dgates(self, grads, saved):
         (gh,), hn = grads, saved[4]
         d = gh * (1.0 - hn * hn)
+        return d, d, (0.0,)
+
+
+class RnnReluCell(_Cell):
+    name = "rnn_relu_cell"
+
+    def forward(self, x, h, w_ih, w_hh, b_ih, b_hh):
+        xp = get_array_module(x)
+        self.acc = acc = acc_dtype(x.dtype)
+        hn = xp.maximum(_gemm(x, w_ih, b_ih, acc) + _gemm(h, w_hh, b_hh, acc), 0)
+        self.save_for_backward(x, h, w_ih, w_hh, hn)
+        return hn.astype(h.dtype, copy=False)
+
+    def _dgates(self, grads, saved):
+        (gh,), hn = grads, saved[4]
+        d = gh * (hn > 0)  # relu' (0 at the kink, like PyTorch)
         return d, d, (0.0,)
 
 
@@ -188,6 +204,22 @@ def rnn_tanh_cell(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor,
     """
     _check("rnn_tanh_cell", x, (h,), w_ih, w_hh, b_ih, b_hh, 1)
     return _run(RnnTanhCell, x, (h,), (w_ih, w_hh, b_ih, b_hh))
+
+
+def rnn_relu_cell(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor,
+                  b_ih: Tensor | None = None, b_hh: Tensor | None = None) -> Tensor:
+    """One Elman RNN step with ReLU: ``h' = relu(x w_ih^T + b_ih + h w_hh^T + b_hh)``.
+
+    Args:
+        x: input (N, I) or (I,).
+        h: hidden state (N, H) or (H,).
+        w_ih, w_hh: (H, I) and (H, H) weights; b_ih, b_hh: optional (H,) biases.
+
+    Returns:
+        The new hidden state, shaped and typed like ``h``.
+    """
+    _check("rnn_relu_cell", x, (h,), w_ih, w_hh, b_ih, b_hh, 1)
+    return _run(RnnReluCell, x, (h,), (w_ih, w_hh, b_ih, b_hh))
 
 
 def lstm_cell(x: Tensor, hx, w_ih: Tensor, w_hh: Tensor, b_ih: Tensor | None = None,
