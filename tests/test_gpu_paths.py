@@ -376,6 +376,27 @@ def test_amp_mlp_matches_torch_on_cpu_smoke():
         float(by[("minigrad eager", "default")][5]), rel=1e-4)
 
 
+def test_amp_mlp_warms_up_untimed_and_measures_memory_apart(monkeypatch):
+    mod = _bench("amp_mlp")
+    events = []
+
+    def make():
+        events.append("new model")
+        return lambda batches, epochs: events.append(("train", batches, epochs)) or 0.5
+
+    monkeypatch.setattr(mod.time, "perf_counter", lambda: events.append("clock") or 0.0)
+    cfg = types.SimpleNamespace(warmup=2, num_batches=5, epochs=3)
+    assert mod.timed_run(make, lambda: events.append("sync"), cfg) == (0.0, 0.5)
+    # the warm-up trains a throwaway model before the clock starts; the timed model is fresh
+    assert events == ["new model", ("train", 2, 1), "new model", "sync", "clock",
+                      ("train", 5, 3), "sync", "clock"]
+    events.clear()
+    peak = mod.peak_run(make, lambda: events.append("sync"), lambda: events.append("reset"),
+                        lambda: 123, cfg)
+    assert peak == 123 and "clock" not in events
+    assert events == ["new model", "sync", "reset", ("train", 3, 1), "sync"]
+
+
 def test_amp_resnet_cpu_smoke():
     rc, text = _run_bench("amp_resnet", ["--cpu-smoke", "--no-torch"])
     assert rc == 0
