@@ -59,7 +59,7 @@ _SCALARS = {np.float32: (np.ones((), np.float32), np.zeros((), np.float32)),
             np.float64: (np.ones((), np.float64), np.zeros((), np.float64))}
 
 _ALWAYS = os.environ.get("MINIGRAD_CUBLAS", "") == "nvmath"
-# Set by cuda_graph.capture while it records (a contextvar: per thread, restored on exit).
+# Set by cuda_graph.capture while it warms up and records (a contextvar: per thread).
 _recording = contextvars.ContextVar("minigrad_cuda_graph_recording", default=False)
 _lib = []          # [nvmath.bindings.cublas] once imported, [None] when it is not installed
 _handles: dict = {}  # (device id, stream pointer) -> (handle, workspace array)
@@ -79,7 +79,7 @@ def _bindings():
     if not _lib:
         try:
             from nvmath.bindings import cublas
-        except ImportError:
+        except (ImportError, OSError):  # not installed, or its CUDA libraries do not load
             cublas = None
         _lib.append(cublas)
     return _lib[0]
@@ -124,7 +124,9 @@ def prepare(stream=None):
 
 def matmul(a, b):
     """``a @ b`` of two CuPy arrays of one float dtype, by capturable cuBLAS calls."""
-    return _matmul(_require(), prepare(), a, b, cupy)
+    lib = _require()
+    with a.device:  # the handle of a's device and that device's current stream
+        return _matmul(lib, prepare(), a, b, cupy)
 
 
 # ----------------------------------------------------------------------------- translation
@@ -182,7 +184,7 @@ def plan_gemm(a_shape, a_strides, b_shape, b_strides, dtype, batch=1, stride_a=0
 
 def launch(lib, handle, call: GemmCall, a_ptr, b_ptr, c_ptr):
     """Issue ``call`` (from :func:`plan_gemm`) for minigrad's ``a``, ``b`` and output ``c``."""
-    one, zero = _SCALARS[DTYPES_BY_CODE[call.data_type]]
+    one, zero = _SCALARS[_SCALE_OF_CODE[call.data_type]]
     alpha, beta, dt = one.ctypes.data, zero.ctypes.data, call.data_type
     if call.batch == 1:
         lib.gemm_ex(handle, call.transa, call.transb, call.m, call.n, call.k, alpha,
@@ -195,7 +197,7 @@ def launch(lib, handle, call: GemmCall, a_ptr, b_ptr, c_ptr):
             beta, c_ptr, dt, call.ldc, call.stride_c, call.batch, call.compute_type, GEMM_DEFAULT)
 
 
-DTYPES_BY_CODE = {code: scale for code, _, scale in DTYPES.values()}
+_SCALE_OF_CODE = {code: scale for code, _, scale in DTYPES.values()}
 
 
 def _elem_strides(x):

@@ -54,9 +54,11 @@ def _load():
     try:
         import cudnn  # nvidia-cudnn-frontend
     except ImportError as e:
-        return None, (f"the cuDNN frontend is not installed ({e}); install the 'cudnn-cu13' extra (CUDA 13) "
-                      f"or 'cudnn' (CUDA 12): nvidia-cudnn-frontend=={TESTED_FRONTEND} with "
-                      "nvidia-cudnn-cu13/-cu12")
+        return None, (f"the cuDNN frontend is not installed ({e}); install the 'cudnn-cu13' "
+                      f"extra (CUDA 13) or 'cudnn' (CUDA 12): nvidia-cudnn-frontend=="
+                      f"{TESTED_FRONTEND} with nvidia-cudnn-cu13/-cu12")
+    except Exception as e:  # noqa: BLE001 - e.g. its import-time dlopen asserts on 2 libraries
+        return None, f"importing the cuDNN frontend failed ({type(e).__name__}: {e})"
     try:
         cudnn.backend_version()  # the frontend dlopens libcudnn at import and fails here if not
     except Exception as e:  # noqa: BLE001 - any failure means "no cuDNN", reported once
