@@ -8,6 +8,7 @@ alpha/beta). The GPU test of the real call is in tests/test_gpu_paths.py.
 """
 
 import ctypes
+import types
 
 import ml_dtypes
 import numpy as np
@@ -217,3 +218,45 @@ def test_missing_nvmath_is_a_clear_error(monkeypatch):
     assert cg.available() is False
     with pytest.raises(RuntimeError, match=r"nvmath-python.*minigrad\[nvmath\]"):
         cg._require()
+
+
+def test_prepare_sets_stream_then_workspace_before_capture(monkeypatch):
+    # The handle's state is set outside the capture, stream first: cublasSetStream resets the
+    # workspace to cuBLAS's lazily allocated pool, so the own workspace must come after it.
+    calls = []
+
+    class Lib:
+        def create(self):
+            calls.append("create")
+            return 42
+
+        def __getattr__(self, name):
+            return lambda *args: calls.append((name,) + args)
+
+    class Stream:
+        def __init__(self, ptr, capturing):
+            self.ptr, self.capturing = ptr, capturing
+
+        def is_capturing(self):
+            return self.capturing
+
+    class Buffer:
+        nbytes = cg.WORKSPACE_BYTES
+        data = types.SimpleNamespace(ptr=0xBEEF)
+
+    fake_cupy = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        Device=lambda: types.SimpleNamespace(id=0),
+        get_current_stream=lambda: Stream(7, False)),
+        empty=lambda size, dtype: Buffer())
+    monkeypatch.setattr(cg, "cupy", fake_cupy)
+    monkeypatch.setattr(cg, "_lib", [Lib()])
+    monkeypatch.setattr(cg, "_handles", {})
+    assert cg.prepare(Stream(7, False)) == 42
+    assert calls == ["create", ("set_stream", 42, 7),
+                     ("set_workspace", 42, 0xBEEF, cg.WORKSPACE_BYTES),
+                     ("set_pointer_mode", 42, cg.POINTER_MODE_HOST)]
+    calls.clear()
+    assert cg.prepare() == 42 and calls == []        # cached per (device, stream)
+    with pytest.raises(RuntimeError, match="prepared for this stream before capture"):
+        cg.prepare(Stream(8, True))                   # never configured inside a capture
+    assert calls == []
