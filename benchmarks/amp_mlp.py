@@ -6,6 +6,9 @@ precision (float16 autocast + GradScaler). For each it reports the total time an
 held by tensors (``mg.cuda.max_memory_allocated`` / ``torch.cuda.max_memory_allocated``) for
 minigrad eager, minigrad ``nn.Graph`` and PyTorch eager (when importable), all from the same data
 and the same initial weights. ``--batch-sizes 128,256,512,513`` runs the recipe's other sizes.
+Each timed run starts after an untimed warm-up (``--warmup`` batches on a throwaway model: CuPy
+compiles kernels on first use); peak memory comes from a separate short pass after all timings,
+because minigrad's peak tracker is a Python memory hook that would slow the timed loops.
 
     python benchmarks/amp_mlp.py [--batch-sizes 512] [--out benchmarks/results/DATE-DEVICE.md]
     python benchmarks/amp_mlp.py --cpu-smoke      # tiny sizes on the CPU (no GPU needed)
@@ -121,17 +124,8 @@ class _Step(mg.nn.Graph):
         return loss
 
 
-def _timed(run, sync, reset, peak):
-    gc.collect()
-    reset()
-    sync()
-    t0 = time.perf_counter()
-    loss = run()
-    sync()
-    return time.perf_counter() - t0, peak(), loss
-
-
-def run_minigrad(cfg, data, targets, mixed, graph, device):
+def minigrad_trainer(cfg, data, targets, mixed, graph, device):
+    """``train(batches, epochs) -> final loss`` on a fresh, seeded minigrad model."""
     mg.manual_seed(0)
     net = make_model(cfg.in_size, cfg.out_size, cfg.layers, device)
     opt = mg.optimizer.SGD(net.parameters(), lr=0.001)
@@ -139,10 +133,10 @@ def run_minigrad(cfg, data, targets, mixed, graph, device):
     scaler = amp.GradScaler(enabled=mixed)
     step = _Step(net, loss_fn, opt, mixed) if graph else None
 
-    def run():
+    def train(batches, epochs):
         loss = None
-        for _ in range(cfg.epochs):
-            for x, t in zip(data, targets):
+        for _ in range(epochs):
+            for x, t in zip(data[:batches], targets[:batches]):
                 if step is not None:
                     loss = step(x, t)
                     continue
@@ -154,11 +148,11 @@ def run_minigrad(cfg, data, targets, mixed, graph, device):
                 opt.zero_grad()
         return float(loss.item())
 
-    return _timed(run, mg.cuda.synchronize, mg.cuda.reset_peak_memory_stats,
-                  lambda: mg.cuda.max_memory_allocated() if device != "cpu" else None)
+    return train
 
 
-def run_torch(torch, cfg, data, targets, mixed, device):
+def torch_trainer(torch, cfg, data, targets, mixed, device):
+    """``train(batches, epochs) -> final loss`` on PyTorch's copy of the seeded model."""
     mg.manual_seed(0)
     net = torch_copy(torch, make_model(cfg.in_size, cfg.out_size, cfg.layers, "cpu"), device)
     opt = torch.optim.SGD(net.parameters(), lr=0.001)
@@ -168,10 +162,10 @@ def run_torch(torch, cfg, data, targets, mixed, device):
     xs = [torch.from_numpy(a).to(device) for a in data]
     ts = [torch.from_numpy(a).to(device) for a in targets]
 
-    def run():
+    def train(batches, epochs):
         loss = None
-        for _ in range(cfg.epochs):
-            for x, t in zip(xs, ts):
+        for _ in range(epochs):
+            for x, t in zip(xs[:batches], ts[:batches]):
                 with torch.autocast(device_type=dev_type, dtype=torch.float16, enabled=mixed):
                     loss = loss_fn(net(x), t)
                 scaler.scale(loss).backward()
@@ -180,10 +174,38 @@ def run_torch(torch, cfg, data, targets, mixed, device):
                 opt.zero_grad()
         return float(loss.item())
 
-    gpu = device != "cpu"
-    return _timed(run, torch.cuda.synchronize if gpu else (lambda: None),
-                  torch.cuda.reset_peak_memory_stats if gpu else (lambda: None),
-                  (lambda: torch.cuda.max_memory_allocated()) if gpu else (lambda: None))
+    return train
+
+
+def timed_run(make, sync, cfg):
+    """(seconds, final loss) of the whole recipe on a fresh model, after an untimed warm-up.
+
+    The warm-up trains a throwaway model of the same shapes for ``cfg.warmup`` batches: CuPy
+    compiles each kernel on its first call (seconds of NVRTC), cuBLAS/cuDNN pick algorithms, so
+    without it the first configuration would pay all of that inside its timed region. No memory
+    hook is installed here (see ``peak_run``)."""
+    if cfg.warmup:
+        make()(cfg.warmup, 1)
+    train = make()
+    gc.collect()
+    sync()
+    t0 = time.perf_counter()
+    loss = train(cfg.num_batches, cfg.epochs)
+    sync()
+    return time.perf_counter() - t0, loss
+
+
+def peak_run(make, sync, reset, peak, cfg):
+    """Peak tensor bytes over a few steps of a fresh model, in a pass of its own: minigrad's
+    peak tracker is a Python CuPy memory hook (two Python calls per allocation) that stays
+    installed once started, so every timing runs before the first memory pass."""
+    train = make()
+    gc.collect()
+    sync()
+    reset()
+    train(min(cfg.num_batches, 3), 1)
+    sync()
+    return peak()
 
 
 def bench(cfg, batch, device, torch):
@@ -195,28 +217,46 @@ def bench(cfg, batch, device, torch):
                for _ in range(cfg.num_batches)]
     mg_data = [mg.tensor(a, device=device) for a in data]
     mg_targets = [mg.tensor(a, device=device) for a in targets]
-    runs = [("minigrad eager", lambda m: run_minigrad(cfg, mg_data, mg_targets, m, False,
-                                                      device))]
+    gpu = device != "cpu"
+    mg_mem = (mg.cuda.reset_peak_memory_stats, mg.cuda.max_memory_allocated) if gpu else None
+    # (name, trainer factory for `mixed`, synchronize, (reset, peak) or None)
+    runs = [("minigrad eager", lambda m: (lambda: minigrad_trainer(
+        cfg, mg_data, mg_targets, m, False, device)), mg.cuda.synchronize, mg_mem)]
     if hasattr(mg.nn, "Graph"):
-        runs.append(("minigrad nn.Graph", lambda m: run_minigrad(cfg, mg_data, mg_targets, m,
-                                                                 True, device)))
+        runs.append(("minigrad nn.Graph", lambda m: (lambda: minigrad_trainer(
+            cfg, mg_data, mg_targets, m, True, device)), mg.cuda.synchronize, mg_mem))
     if torch is not None:
-        runs.append(("PyTorch eager", lambda m: run_torch(torch, cfg, data, targets, m,
-                                                          device)))
-    rows = []
-    for name, fn in runs:
-        base = None
+        runs.append(("PyTorch eager", lambda m: (lambda: torch_trainer(
+            torch, cfg, data, targets, m, device)),
+            torch.cuda.synchronize if gpu else (lambda: None),
+            (torch.cuda.reset_peak_memory_stats, torch.cuda.max_memory_allocated) if gpu
+            else None))
+    results = {}
+    for name, factory, sync, _ in runs:       # every timing first ...
         for mixed in (False, True):
             try:
-                secs, peak, loss = fn(mixed)
+                results[name, mixed] = timed_run(factory(mixed), sync, cfg)
             except Exception as e:  # one failing configuration must not hide the others
-                rows.append((name, "mixed" if mixed else "default", batch, "error", "-",
-                             f"{type(e).__name__}: {e}"[:80], "-"))
+                results[name, mixed] = e
+    peaks = {}
+    for name, factory, sync, mem in runs:     # ... then the memory passes
+        for mixed in (False, True):
+            if mem is not None and not isinstance(results[name, mixed], Exception):
+                peaks[name, mixed] = peak_run(factory(mixed), sync, *mem, cfg)
+    rows = []
+    for name, _, _, _ in runs:
+        base = None
+        for mixed in (False, True):
+            prec, res = ("mixed" if mixed else "default"), results[name, mixed]
+            if isinstance(res, Exception):
+                rows.append((name, prec, batch, "error", "-", f"{type(res).__name__}: {res}"[:80],
+                             "-"))
                 continue
+            secs, loss = res
             base = secs if not mixed else base
             speed = f"{base / secs:.2f}x" if mixed and base else "1.00x"
-            rows.append((name, "mixed" if mixed else "default", batch, secs, mib(peak),
-                         f"{loss:.4f}", speed))
+            rows.append((name, prec, batch, secs, mib(peaks.get((name, mixed))), f"{loss:.4f}",
+                         speed))
     return rows
 
 
@@ -228,6 +268,8 @@ def main(argv=None) -> int:
     p.add_argument("--num-batches", type=int, default=50)
     p.add_argument("--size", type=int, default=4096, help="in_size = out_size")
     p.add_argument("--layers", type=int, default=3)
+    p.add_argument("--warmup", type=int, default=3,
+                   help="untimed warm-up batches on a throwaway model before each timing")
     p.add_argument("--no-torch", action="store_true", help="skip the PyTorch rows")
     p.add_argument("--cpu-smoke", action="store_true",
                    help="tiny sizes on the CPU: checks the script, measures nothing useful")
@@ -237,7 +279,7 @@ def main(argv=None) -> int:
     if not gpu and not cfg.cpu_smoke:
         return no_gpu_exit("amp_mlp.py")
     if cfg.cpu_smoke:
-        cfg.batch_sizes, cfg.epochs, cfg.num_batches, cfg.size = "8", 1, 2, 32
+        cfg.batch_sizes, cfg.epochs, cfg.num_batches, cfg.size, cfg.warmup = "8", 1, 2, 32, 1
     cfg.in_size = cfg.out_size = cfg.size
     device = "cuda" if gpu else "cpu"
     torch = None if cfg.no_torch else import_torch(gpu)
@@ -248,7 +290,8 @@ def main(argv=None) -> int:
                "mixed speed-up"]
     notes = (f"device: {device_name(gpu)}; MLP {cfg.layers} x Linear({cfg.size}), "
              f"{cfg.num_batches} batches x {cfg.epochs} epochs, SGD lr 0.001, MSE; mixed = "
-             "float16 autocast + GradScaler"
+             f"float16 autocast + GradScaler; {cfg.warmup} untimed warm-up batches per row; "
+             "peak memory from a separate pass after all timings"
              + ("" if torch is not None else "; PyTorch not available")
              + ("; CPU SMOKE RUN (tiny sizes, timings meaningless)" if cfg.cpu_smoke else ""))
     emit("amp_mlp: seed 004 AMP recipe", notes, markdown_table(headers, rows), cfg.out)

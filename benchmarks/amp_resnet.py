@@ -9,8 +9,9 @@ loaded with minigrad's initial weights, on the same data.
     python benchmarks/amp_resnet.py [--batch 256] [--steps 20] [--out FILE.md]
     python benchmarks/amp_resnet.py --cpu-smoke      # tiny run on the CPU (no GPU needed)
 
-minigrad's convolutions use cuDNN when ``nvidia-cudnn-frontend`` loads (fp16/bf16), else
-im2col + cuBLAS; the table notes which.
+minigrad's convolutions use cuDNN when ``nvidia-cudnn-frontend`` loads (fp16/bf16, and fp32
+with TF32 as PyTorch's default), else im2col + cuBLAS; the table notes which. Timings run after
+untimed warm-up steps; peak memory is measured in a separate pass after every timing.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def _minigrad_model(device):
     return resnet18(10, small_input=True).to(device)
 
 
-def run_minigrad(cfg, x, y, mixed, device):
+def minigrad_step(x, y, mixed, device):
+    """One training step (a closure over a fresh, seeded model); returns the loss Tensor."""
     net = _minigrad_model(device)
     net.train()
     opt = mg.optimizer.SGD(net.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
@@ -100,12 +102,11 @@ def run_minigrad(cfg, x, y, mixed, device):
         opt.zero_grad()
         return loss
 
-    return _measure(cfg, step, mg.cuda.synchronize, mg.cuda.reset_peak_memory_stats,
-                    (lambda: mg.cuda.max_memory_allocated()) if device != "cpu" else None,
-                    lambda loss: float(loss.item()))
+    return step
 
 
-def run_torch(torch, cfg, x_np, y_np, mixed, device):
+def torch_step(torch, x_np, y_np, mixed, device):
+    """The same step in PyTorch, on minigrad's initial weights."""
     net = torch_resnet18(torch, 10)
     state = {k: torch.from_numpy(np.array(v.numpy()))
              for k, v in _minigrad_model("cpu").state_dict().items()}
@@ -125,26 +126,35 @@ def run_torch(torch, cfg, x_np, y_np, mixed, device):
         opt.zero_grad()
         return loss
 
-    gpu = device != "cpu"
-    return _measure(cfg, step, torch.cuda.synchronize if gpu else (lambda: None),
-                    torch.cuda.reset_peak_memory_stats if gpu else (lambda: None),
-                    (lambda: torch.cuda.max_memory_allocated()) if gpu else None,
-                    lambda loss: float(loss.item()))
+    return step
 
 
-def _measure(cfg, step, sync, reset, peak, to_float):
-    """(images/s, peak bytes or None, last loss) over ``cfg.steps`` steps after a warm-up."""
+def throughput(cfg, step, sync):
+    """(images/s, last loss) over ``cfg.steps`` steps after ``cfg.warmup`` untimed ones (CuPy
+    compiles kernels and cuDNN builds plans on first use). No memory hook is active here."""
     for _ in range(cfg.warmup):
         step()
     gc.collect()
     sync()
-    reset()
     t0 = time.perf_counter()
     for _ in range(cfg.steps):
         loss = step()
     sync()
     secs = time.perf_counter() - t0
-    return cfg.batch * cfg.steps / secs, (peak() if peak else None), to_float(loss)
+    return cfg.batch * cfg.steps / secs, float(loss.item())
+
+
+def peak_bytes(step, sync, reset, peak):
+    """Peak tensor bytes of two steps of a fresh model, measured in a pass of its own (minigrad's
+    tracker is a Python memory hook that stays installed: all timings run before it starts)."""
+    step()
+    gc.collect()
+    sync()
+    reset()
+    for _ in range(2):
+        step()
+    sync()
+    return peak()
 
 
 def main(argv=None) -> int:
@@ -171,29 +181,47 @@ def main(argv=None) -> int:
     y_np = rng.integers(0, 10, cfg.batch).astype(np.int64)
     x, y = mg.tensor(x_np, device=device), mg.tensor(y_np, device=device)
     torch = None if cfg.no_torch else import_torch(gpu)
-    runs = [("minigrad", lambda m: run_minigrad(cfg, x, y, m, device))]
+    # (name, step factory for `mixed`, synchronize, (reset, peak) or None)
+    runs = [("minigrad", lambda m: minigrad_step(x, y, m, device), mg.cuda.synchronize,
+             (mg.cuda.reset_peak_memory_stats, mg.cuda.max_memory_allocated) if gpu else None)]
     if torch is not None:
-        runs.append(("PyTorch", lambda m: run_torch(torch, cfg, x_np, y_np, m, device)))
+        runs.append(("PyTorch", lambda m: torch_step(torch, x_np, y_np, m, device),
+                     torch.cuda.synchronize if gpu else (lambda: None),
+                     (torch.cuda.reset_peak_memory_stats, torch.cuda.max_memory_allocated)
+                     if gpu else None))
+    results, peaks = {}, {}
+    # fp16 overflow on the first AMP steps is expected (GradScaler backs off); silence NumPy's
+    # warnings about it on the CPU
+    with np.errstate(over="ignore", invalid="ignore"):
+        for name, make, sync, _ in runs:       # every timing first ...
+            for mixed in (False, True):
+                try:
+                    results[name, mixed] = throughput(cfg, make(mixed), sync)
+                except Exception as e:  # report and go on with the other rows
+                    results[name, mixed] = e
+        for name, make, sync, mem in runs:     # ... then the memory passes
+            for mixed in (False, True):
+                if mem is not None and not isinstance(results[name, mixed], Exception):
+                    peaks[name, mixed] = peak_bytes(make(mixed), sync, *mem)
     rows = []
-    for name, fn in runs:
+    for name, _, _, _ in runs:
         base = None
         for mixed in (False, True):
-            prec = "AMP fp16" if mixed else "fp32"
-            try:
-                # fp16 overflow on the first AMP steps is expected (GradScaler backs off);
-                # silence NumPy's warnings about it on the CPU
-                with np.errstate(over="ignore", invalid="ignore"):
-                    ips, peak, loss = fn(mixed)
-            except Exception as e:  # report and go on with the other rows
-                rows.append((name, prec, "error", "-", f"{type(e).__name__}: {e}"[:80], "-"))
+            prec, res = ("AMP fp16" if mixed else "fp32"), results[name, mixed]
+            if isinstance(res, Exception):
+                rows.append((name, prec, "error", "-", f"{type(res).__name__}: {res}"[:80], "-"))
                 continue
+            ips, loss = res
             base = ips if not mixed else base
-            rows.append((name, prec, f"{ips:.1f}", mib(peak), f"{loss:.4f}",
+            rows.append((name, prec, f"{ips:.1f}", mib(peaks.get((name, mixed))), f"{loss:.4f}",
                          f"{ips / base:.2f}x" if base else "-"))
-    conv = ("cuDNN frontend" if cudnn_conv.available() else "im2col + GEMM") if gpu else "CPU"
+    conv = ("cuDNN frontend" if cudnn_conv.available() else
+            f"im2col + GEMM ({cudnn_conv.unavailable_reason()})") if gpu else "CPU"
     notes = (f"device: {device_name(gpu)}; ResNet-18 (small_input), batch {cfg.batch}, "
              f"{cfg.image}x{cfg.image} random images, SGD momentum 0.9, {cfg.steps} timed steps "
-             f"after {cfg.warmup} warm-up; minigrad fp16 convolutions: {conv}"
+             f"after {cfg.warmup} untimed warm-up; peak memory from a separate pass after all "
+             f"timings; minigrad convolutions: {conv}"
+             + (f" (fp32 TF32: {cudnn_conv.allow_tf32()})" if gpu else "")
              + ("" if torch is not None else "; PyTorch not available")
              + ("; CPU SMOKE RUN (tiny sizes, timings meaningless)" if cfg.cpu_smoke else ""))
     headers = ["framework", "precision", "images/s", "peak MiB", "last loss", "vs fp32"]

@@ -5,7 +5,8 @@ minigrad row goes through ``F.matmul`` (op dispatch + ``_backend.kernels.matmul`
 calls ``cupy.matmul``; both end in cublasGemmEx with float32 compute, so the gap is minigrad's
 overhead. Extra rows: bfloat16, float32 (TF32 only when ``CUPY_TF32=1``) and a batched float16
 product, which minigrad runs as one cublasGemmStridedBatchedEx (``last path`` column) where CuPy's
-own batched matmul upcasts to float32.
+own batched matmul upcasts to float32. The last column times ``_backend/cublas_gemm`` (cuBLAS
+through nvmath-python, the CUDA-graph capturable path) on the same operands, when installed.
 
     python benchmarks/matmul_peak.py [--n 8192] [--repeats 10] [--out FILE.md]
     python benchmarks/matmul_peak.py --cpu-smoke      # n=128 on the CPU (no GPU needed)
@@ -26,7 +27,7 @@ from amp_mlp import device_name, emit, markdown_table, no_gpu_exit  # noqa: E402
 
 import minigrad as mg  # noqa: E402
 import minigrad.functional as F  # noqa: E402
-from minigrad._backend import kernels  # noqa: E402
+from minigrad._backend import cublas_gemm, kernels  # noqa: E402
 
 
 def _time_gpu(fn, repeats):
@@ -89,13 +90,18 @@ def main(argv=None) -> int:
         ref = xp.matmul(xp.asarray(a_np.astype(np.float32)), xp.asarray(b_np.astype(np.float32)))
         got = F.matmul(a, b).data.astype(np.float32)
         rel = float(xp.abs(got - ref).max() / (xp.abs(ref).max() + 1e-30))
+        # the capturable cuBLAS path (nvmath-python): if it is as fast as cupy.matmul, it can
+        # become the default (MINIGRAD_CUBLAS=nvmath) instead of only the capture path
+        t_nv = (timer(lambda: cublas_gemm.matmul(a.data, b.data), cfg.repeats)
+                if gpu and cublas_gemm.available() else None)
         rows.append((label, f"{sa}x{sb[-1]}", f"{flops / t_mg / 1e12:.2f}",
-                     f"{flops / t_raw / 1e12:.2f}", f"{t_raw / t_mg:.2f}", path, f"{rel:.1e}"))
+                     f"{flops / t_raw / 1e12:.2f}", f"{t_raw / t_mg:.2f}", path, f"{rel:.1e}",
+                     "n/a" if t_nv is None else f"{flops / t_nv / 1e12:.2f}"))
     notes = (f"device: {device_name(gpu)}; median of {cfg.repeats} after a warm-up; TFLOP/s = "
              "2*m*n*k/time; 'raw' is " + ("cupy.matmul" if gpu else "numpy.matmul")
              + ("; CPU SMOKE RUN (tiny sizes)" if cfg.cpu_smoke else ""))
     headers = ["case", "shape", "minigrad TFLOP/s", "raw TFLOP/s", "minigrad/raw",
-               "last path", "max rel err vs fp32"]
+               "last path", "max rel err vs fp32", "nvmath cuBLAS TFLOP/s"]
     emit("matmul_peak: GEMM throughput", notes, markdown_table(headers, rows), cfg.out)
     return 0
 

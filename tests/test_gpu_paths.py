@@ -10,6 +10,9 @@ import contextlib
 import importlib.util
 import io
 import pathlib
+import sys
+import types
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -17,7 +20,7 @@ import pytest
 
 import minigrad as mg
 import minigrad.functional as F
-from minigrad._backend import cuda_graph, cudnn_conv, fused, kernels
+from minigrad._backend import cublas_gemm, cuda_graph, cudnn_conv, fused, kernels
 from minigrad.optimizer import SGD, Adam, AdamW
 
 GPU = mg.cuda.is_available()
@@ -231,11 +234,102 @@ def test_cudnn_and_graphs_unavailable_without_gpu():
         cuda_graph.capture(lambda: None)
 
 
-def test_cudnn_conv_declines_numpy_and_float32():
-    x = np.ones((1, 1, 3, 3), np.float32)
-    assert cudnn_conv.forward(x, x, (1, 1), (0, 0), (1, 1), 1) is None
-    assert cudnn_conv.weight_grad(x, x, (1, 1, 1, 1), (1, 1), (0, 0), (1, 1), 1) is None
-    assert cudnn_conv.data_grad(x, x, (3, 3), (1, 1), (0, 0), (1, 1), 1) is None
+def test_cudnn_conv_declines_numpy_arrays():
+    for dt in (np.float16, np.float32):
+        x = np.ones((1, 1, 3, 3), dt)
+        assert cudnn_conv.forward(x, x, (1, 1), (0, 0), (1, 1), 1) is None
+        assert cudnn_conv.weight_grad(x, x, (1, 1, 1, 1), (1, 1), (0, 0), (1, 1), 1) is None
+        assert cudnn_conv.data_grad(x, x, (3, 3), (1, 1), (0, 0), (1, 1), 1) is None
+
+
+class _FakeCudnn(types.ModuleType):
+    """The parts of the cuDNN frontend 1.23 API that ``cudnn_conv`` uses; records the calls."""
+
+    data_type = types.SimpleNamespace(HALF="HALF", BFLOAT16="BFLOAT16", FLOAT="FLOAT")
+    heur_mode = types.SimpleNamespace(A="A", FALLBACK="FALLBACK")
+    numerical_note = types.SimpleNamespace(TENSOR_CORE="TENSOR_CORE",
+                                           DOWN_CONVERT_INPUTS="DOWN_CONVERT_INPUTS")
+    __version__ = "1.23.0"
+
+    def __init__(self, fail=None):
+        super().__init__("cudnn")
+        self.calls, self.fail = [], fail
+
+    def backend_version(self):
+        if self.fail:
+            raise self.fail
+        return 92700
+
+    def pygraph(self, **kw):
+        calls = self.calls
+        calls.append(("pygraph", kw))
+
+        class Node:
+            def __getattr__(self, name):
+                def method(*args, **kwargs):
+                    calls.append((name, args, kwargs))
+                    return self
+                return method
+
+        class Graph(Node):
+            def get_workspace_size(self):
+                return 0
+
+        return Graph()
+
+
+def test_cudnn_plan_float32_tf32_and_nhwc(monkeypatch):
+    fake = _FakeCudnn()
+    monkeypatch.setitem(cudnn_conv._state, "module", fake)
+    x, w, y = (2, 8, 5, 6), (4, 8, 3, 3), (2, 4, 3, 4)
+    for tf32 in (True, False):
+        fake.calls.clear()
+        cudnn_conv._Plan("fprop", x, w, y, np.dtype(np.float32), (1, 1), (0, 0), (1, 1), tf32,
+                         handle=7)
+        names = [c[0] for c in fake.calls]
+        assert fake.calls[0] == ("pygraph", dict(handle=7, io_data_type="FLOAT",
+                                                 intermediate_data_type="FLOAT",
+                                                 compute_data_type="FLOAT"))
+        tensors = [c[2] for c in fake.calls if c[0] == "tensor"]
+        assert [t["stride"] for t in tensors] == [[240, 1, 48, 8], [72, 1, 24, 8]]  # NHWC
+        assert ("set_stride", ([48, 1, 16, 4],), {}) in fake.calls
+        deselect = [c for c in fake.calls if c[0] == "deselect_numeric_notes"]
+        if tf32:   # PyTorch's default: TF32 engines allowed
+            assert deselect == []
+        else:      # allow_tf32=False: no Tensor Core / down-converting engines for fp32
+            assert deselect == [("deselect_numeric_notes",
+                                 (["TENSOR_CORE", "DOWN_CONVERT_INPUTS"],), {})]
+            # filtered after the plans exist, before support is checked and plans are built
+            assert names.index("create_execution_plans") < names.index(
+                "deselect_numeric_notes") < names.index("check_support")
+    assert cudnn_conv.allow_tf32() is True
+    assert cudnn_conv.set_allow_tf32(False) is True and cudnn_conv.allow_tf32() is False
+    cudnn_conv.set_allow_tf32(True)
+
+
+@pytest.mark.parametrize("fail,why", [(None, "not installed"),
+                                      (OSError("libcudnn.so.9: cannot open"), "LD_LIBRARY_PATH")])
+def test_cudnn_unavailable_warns_once_with_reason(monkeypatch, fail, why):
+    # A GPU is present (pretended) but cuDNN cannot load: one warning naming the reason.
+    monkeypatch.setattr(cudnn_conv, "cuda_available", lambda: True)
+    monkeypatch.setattr(cudnn_conv, "_state", {**cudnn_conv._state, "checked": False,
+                                               "ok": False, "enabled": True, "module": None})
+    monkeypatch.setitem(sys.modules, "cudnn", None if fail is None else _FakeCudnn(fail))
+    with pytest.warns(RuntimeWarning, match=f"cuDNN is unavailable.*{why}"):
+        assert cudnn_conv.available() is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cudnn_conv.available() is False   # no second warning
+    assert why in cudnn_conv.unavailable_reason()
+
+
+def test_cudnn_untested_frontend_version_warns(monkeypatch):
+    fake = _FakeCudnn()
+    fake.__version__ = "1.29.0"
+    monkeypatch.setitem(sys.modules, "cudnn", fake)
+    with pytest.warns(RuntimeWarning, match="written for nvidia-cudnn-frontend 1.23.0, found 1.29"):
+        module, reason = cudnn_conv._load()
+    assert module is fake and reason is None
 
 
 # ----------------------------------------------------------------------------- benchmarks
@@ -280,6 +374,27 @@ def test_amp_mlp_matches_torch_on_cpu_smoke():
     by = {(r[0], r[1]): r for r in _rows(text)}
     assert float(by[("PyTorch eager", "default")][5]) == pytest.approx(
         float(by[("minigrad eager", "default")][5]), rel=1e-4)
+
+
+def test_amp_mlp_warms_up_untimed_and_measures_memory_apart(monkeypatch):
+    mod = _bench("amp_mlp")
+    events = []
+
+    def make():
+        events.append("new model")
+        return lambda batches, epochs: events.append(("train", batches, epochs)) or 0.5
+
+    monkeypatch.setattr(mod.time, "perf_counter", lambda: events.append("clock") or 0.0)
+    cfg = types.SimpleNamespace(warmup=2, num_batches=5, epochs=3)
+    assert mod.timed_run(make, lambda: events.append("sync"), cfg) == (0.0, 0.5)
+    # the warm-up trains a throwaway model before the clock starts; the timed model is fresh
+    assert events == ["new model", ("train", 2, 1), "new model", "sync", "clock",
+                      ("train", 5, 3), "sync", "clock"]
+    events.clear()
+    peak = mod.peak_run(make, lambda: events.append("sync"), lambda: events.append("reset"),
+                        lambda: 123, cfg)
+    assert peak == 123 and "clock" not in events
+    assert events == ["new model", "sync", "reset", ("train", 3, 1), "sync"]
 
 
 def test_amp_resnet_cpu_smoke():
@@ -410,19 +525,57 @@ def test_gpu_memory_stats_follow_allocations():
     assert mg.cuda.max_memory_allocated() >= base + 64 * 2 ** 20   # the peak remains
 
 
+def _needs_nvmath():
+    if not cublas_gemm.available():
+        pytest.skip("nvmath-python not installed: matmuls cannot be captured (see docs/gpu.md)")
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_gpu_capturable_gemm_matches_cupy(dtype, rng):
+    # The real cuBLAS calls of cublas_gemm (eager) against cupy.matmul in fp32/fp64: checks the
+    # column-major translation, op flags (transposed views) and batch strides on the device.
+    import cupy
+
+    _needs_nvmath()
+    dt = mg._backend.normalize_dtype(dtype)
+    tol = {"float16": 1e-2, "bfloat16": 4e-2, "float32": 1e-5}.get(dtype, 1e-12)
+    cases = [((64, 32), (32, 48)), ((4, 64, 32), (32, 48)), ((4, 64, 32), (4, 32, 48)),
+             ((64, 32), (3, 32, 48)), ((2, 1, 64, 32), (3, 32, 48)), ((32,), (32,)),
+             ((1, 32), (32, 1))]
+    for sa, sb in cases:
+        for transpose in (False, True):
+            a = cupy.asarray(rng.standard_normal(sa).astype(np.float32).astype(dt))
+            b = cupy.asarray(rng.standard_normal(sb).astype(np.float32).astype(dt))
+            if transpose and a.ndim >= 2:   # the same values through a transposed view
+                a = cupy.ascontiguousarray(cupy.swapaxes(a, -1, -2)).swapaxes(-1, -2)
+            got = cublas_gemm.matmul(a, b)
+            acc = np.float64 if dtype == "float64" else np.float32
+            ref = cupy.matmul(a.astype(acc), b.astype(acc))
+            assert got.shape == ref.shape and got.dtype == dt, (sa, sb)
+            np.testing.assert_allclose(cupy.asnumpy(got.astype(acc)), cupy.asnumpy(ref),
+                                       rtol=tol, atol=tol * float(abs(ref).max()))
+
+
 @needs_gpu
 def test_gpu_cuda_graph_replay_equals_eager(rng):
     import cupy
 
+    _needs_nvmath()
     x0 = cupy.asarray(rng.standard_normal((8, 16)).astype(np.float32))
     w = cupy.asarray(rng.standard_normal((16, 4)).astype(np.float32))
     static = [x0.copy()]
+    paths = []
 
     def fn():
-        return cupy.tanh(static[0] @ w) * 2 + 1
+        y = kernels.matmul(static[0], w)   # minigrad's matmul: capturable while recording
+        paths.append(kernels.last_matmul_path["path"])
+        return cupy.tanh(y) * 2 + 1
 
     step = cuda_graph.capture(fn, static)
-    np.testing.assert_allclose(cupy.asnumpy(step.warmup_output), cupy.asnumpy(fn()), rtol=1e-6)
+    assert paths == ["cublas-capturable", "cublas-capturable"]   # the warm-up and the capture
+    np.testing.assert_allclose(cupy.asnumpy(step.warmup_output), cupy.asnumpy(fn()), rtol=1e-5)
+    assert paths[-1] != "cublas-capturable"   # eager again after the capture
     for _ in range(3):
         x = cupy.asarray(rng.standard_normal((8, 16)).astype(np.float32))
         out = step.replay(x)
@@ -430,6 +583,18 @@ def test_gpu_cuda_graph_replay_equals_eager(rng):
                                    rtol=1e-5, atol=1e-6)
     with pytest.raises(ValueError, match="static shapes"):
         step.replay(cupy.zeros((4, 16), np.float32))
+
+
+@needs_gpu
+def test_gpu_capture_of_a_matmul_without_nvmath_is_a_clear_error(monkeypatch):
+    import cupy
+
+    monkeypatch.setattr(cublas_gemm, "_lib", [None])
+    x = cupy.ones((4, 4), np.float32)
+    with pytest.raises(cuda_graph.CaptureError, match="nvmath-python") as info:
+        cuda_graph.capture(lambda: kernels.matmul(x, x), [x])
+    assert float(info.value.warmup_output.sum()) == 64.0   # the eager warm-up ran on CuPy
+    assert not cuda_graph.is_capturing()
 
 
 @needs_gpu
@@ -453,6 +618,7 @@ def test_gpu_cuda_graph_training_step_equals_eager(rng):
     for _ in range(4):
         train_step(eager_net, eager_opt, mg.tensor(x_np, device="cuda"),
                    mg.tensor(t_np, device="cuda"))
+    _needs_nvmath()
     net, opt = make()
     sx, st = mg.tensor(x_np, device="cuda"), mg.tensor(t_np, device="cuda")
     step = cuda_graph.capture(lambda: train_step(net, opt, sx, st), [sx.data, st.data])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad._backend import kernels
+from minigrad._backend import cudnn_conv, kernels
 from minigrad.functional import _conv_kernels
 from minigrad.functional.conv import conv1d, conv2d, conv_transpose2d
 from minigrad.testing import gradcheck, gradgradcheck
@@ -18,6 +18,15 @@ def im2col_layout(request, monkeypatch):
     waste = float("inf") if request.param == "full_width" else -1.0
     monkeypatch.setattr(_conv_kernels, "_FULL_WIDTH_MAX_WASTE", waste)
     return request.param
+
+
+@pytest.fixture(autouse=True)
+def im2col_path():
+    """Pin the im2col + GEMM path (these tests spy on it): on a GPU with cuDNN every conv would
+    otherwise go to cuDNN. ``test_cudnn_path`` turns cuDNN back on."""
+    prev = cudnn_conv.set_enabled(False)
+    yield
+    cudnn_conv.set_enabled(prev)
 
 
 def pair(v):
@@ -326,3 +335,50 @@ def test_empty_batch_gives_empty_output_and_zero_size_gradients(case, rng):
     np.testing.assert_array_equal(w.grad.numpy(), np.zeros(w_shape))
     np.testing.assert_array_equal(b.grad.numpy(), np.zeros(out_shape[1]))
     assert gradcheck(lambda x, w, b: fn(x, w, b), [np.zeros(x_shape), w.numpy(), b.numpy()])
+
+
+@pytest.mark.parametrize("dtype,tf32", [("float16", True), ("bfloat16", True), ("float32", True),
+                                        ("float32", False)])
+def test_cudnn_path(device, rng, monkeypatch, dtype, tf32):
+    # The cuDNN-on case: forward and both gradients through cuDNN (the im2col GEMM never runs),
+    # against the float64 loop reference; float32 with and without TF32 (PyTorch's allow_tf32).
+    if device == "cpu":
+        pytest.skip("cuDNN runs on the GPU only")
+    cudnn_conv.set_enabled(True)
+    if not cudnn_conv.available():
+        pytest.skip(f"cuDNN unavailable: {cudnn_conv.unavailable_reason()}")
+    monkeypatch.setitem(cudnn_conv._state, "tf32", tf32)
+    gemms = []
+    real = _conv_kernels._gemm
+    monkeypatch.setattr(_conv_kernels, "_gemm", lambda a, b, g: gemms.append(g) or real(a, b, g))
+    x0 = rng.standard_normal((2, 4, 6, 6))
+    w0 = rng.standard_normal((6, 2, 3, 3)) * 0.3
+    x = t(x0, device).astype(dtype).requires_grad_()
+    w = t(w0, device).astype(dtype).requires_grad_()
+    y = conv2d(x, w, stride=(1, 2), padding=1, groups=2)
+    y.backward(mg.ones_like(y))
+    assert gemms == [], "the im2col GEMM ran although cuDNN is on"
+    assert y.dtype == x.dtype and x.grad.dtype == x.dtype and w.grad.dtype == w.dtype
+    xr, wr = (np.asarray(a.numpy(), np.float64) for a in (x, w))
+    tol = {"float16": 1e-2, "bfloat16": 6e-2}.get(dtype, 5e-3 if tf32 else 1e-5)
+    np.testing.assert_allclose(y.numpy().astype(np.float64),
+                               conv2d_ref(xr, wr, stride=(1, 2), padding=1, groups=2),
+                               rtol=tol, atol=tol)
+    x64 = mg.tensor(xr, requires_grad=True)
+    w64 = mg.tensor(wr, requires_grad=True)
+    conv2d(x64, w64, stride=(1, 2), padding=1, groups=2).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy().astype(np.float64), x64.grad.numpy(),
+                               rtol=tol, atol=tol)
+    np.testing.assert_allclose(w.grad.numpy().astype(np.float64), w64.grad.numpy(),
+                               rtol=tol, atol=tol * 4)
+
+
+def test_im2col_path_is_pinned(device, rng, monkeypatch):
+    # The autouse fixture really keeps cuDNN off: the im2col GEMM runs on every device.
+    assert cudnn_conv.available() is False
+    gemms = []
+    real = _conv_kernels._gemm
+    monkeypatch.setattr(_conv_kernels, "_gemm", lambda a, b, g: gemms.append(g) or real(a, b, g))
+    conv2d(t(rng.standard_normal((1, 2, 5, 5)), device).astype("float16"),
+           t(rng.standard_normal((3, 2, 3, 3)), device).astype("float16"))
+    assert gemms == [1]

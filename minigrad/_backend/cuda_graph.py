@@ -24,13 +24,17 @@ the caller can warn and stay eager):
   state, the static inputs); results are written to the same output arrays on every replay, so
   copy an output that must outlive the next replay.
 
+Matrix products recorded in the step run through ``cublas_gemm`` (cuBLAS via nvmath-python on a
+handle prepared before capture), because CuPy's cuBLAS wrappers refuse to run during capture;
+without nvmath-python a step with a matmul raises ``CaptureError`` saying so.
+
 Memory allocated during capture comes from a private pool owned by the returned object, so no
 other code can be handed memory that a replay writes to.
 """
 
 from __future__ import annotations
 
-from . import cuda_available, cupy
+from . import cublas_gemm, cuda_available, cupy
 
 __all__ = ["CaptureError", "CapturedStep", "capture", "supported", "is_capturing"]
 
@@ -146,12 +150,22 @@ def capture(fn, static_inputs=(), *, warmup: int = 1) -> CapturedStep:
         stream = cupy.cuda.Stream(non_blocking=True)  # capture is illegal on the default stream
         stream.wait_event(caller.record())
         warm = None
-        with stream:
-            for _ in range(warmup):
-                warm = fn()
+        # Matmuls take the capturable cuBLAS path in the warm-up too, so its kernels are loaded
+        # and its numerics are the replays' (handle, stream, workspace set before the capture).
+        # (Without nvmath-python the warm-up stays on CuPy; the capture then fails clearly.)
+        token = cublas_gemm._recording.set(cublas_gemm.available())
+        try:
+            if cublas_gemm.available():
+                cublas_gemm.prepare(stream)
+            with stream:
+                for _ in range(warmup):
+                    warm = fn()
+        finally:
+            cublas_gemm._recording.reset(token)
         pool = cupy.cuda.MemoryPool()
         with stream, cupy.cuda.using_allocator(pool.malloc):
             stream.begin_capture()
+            token = cublas_gemm._recording.set(True)
             try:
                 out = fn()
             except Exception as e:
@@ -159,6 +173,8 @@ def capture(fn, static_inputs=(), *, warmup: int = 1) -> CapturedStep:
                 raise CaptureError(f"CUDA graph capture failed inside the step ({type(e).__name__}"
                                    f": {e}); typical causes: .item()/.get()/float() on a GPU "
                                    "array, a synchronize, or a dynamic GradScaler", warm) from e
+            finally:
+                cublas_gemm._recording.reset(token)
             try:
                 graph = stream.end_capture()
             except Exception as e:

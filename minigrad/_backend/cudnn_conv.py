@@ -1,4 +1,4 @@
-"""cuDNN convolutions through the cuDNN Frontend Python API (``nvidia-cudnn-frontend``).
+"""cuDNN convolutions through the cuDNN Frontend Python API (``nvidia-cudnn-frontend`` 1.23).
 
 CuPy 14 dropped its cuDNN bindings (AMP_REFERENCE section 3), so conv2d on the GPU is either
 im2col + one cuBLAS GEMM (``functional/_conv_kernels.py``, always available) or, when the
@@ -8,14 +8,20 @@ im2col + one cuBLAS GEMM (``functional/_conv_kernels.py``, always available) or,
 - ``data_grad(gy, w)``      conv_dgrad:  gx = conv^T(gy, w)   (also conv_transpose2d)
 - ``weight_grad(x, gy)``    conv_wgrad:  gw
 
-float16/bfloat16 in and out, float32 compute (Tensor Core semantics, invariant 4). cuDNN's
-convolution engines want channels-last memory, so operands are copied NCHW -> NHWC and the
-result back (cuDNN tensors are described by NCHW dims with NHWC strides). Every function returns
-None when cuDNN cannot run the case (no package, float32, a graph cuDNN rejects): the caller then
-takes the im2col path. Plans are built once per (op, shapes, stride, padding, dilation, groups,
-dtype, device) and cached; a rejected key is remembered so it is not retried every step.
+float16/bfloat16 compute in float32 (Tensor Core semantics, invariant 4). float32 runs on cuDNN
+too, as in PyTorch: with TF32 Tensor Cores unless ``set_allow_tf32(False)`` (PyTorch's
+``torch.backends.cudnn.allow_tf32``, default True); float64 stays on im2col. cuDNN's convolution
+engines want channels-last memory, so operands are copied NCHW -> NHWC and the result back (cuDNN
+tensors are described by NCHW dims with NHWC strides). Every function returns None when cuDNN
+cannot run the case (no package, float64, a graph cuDNN rejects): the caller then takes the
+im2col path. Plans are built once per (op, shapes, stride, padding, dilation, groups, dtype, TF32,
+device) and cached; the plan is looked up before any copy or allocation, and a rejected key is
+remembered so it is not retried every step. Arrays reach cuDNN as raw device pointers (the
+frontend's ``execute`` takes ints), not DLPack exports.
 
-Set ``MINIGRAD_CUDNN=0`` (or call ``set_enabled(False)``) to force the im2col path.
+Set ``MINIGRAD_CUDNN=0`` (or call ``set_enabled(False)``) to force the im2col path. When a GPU is
+present but cuDNN cannot load, the first convolution warns once with the reason
+(``unavailable_reason()`` returns it).
 """
 
 from __future__ import annotations
@@ -26,31 +32,69 @@ import warnings
 import numpy as np
 
 from . import cuda_available, cupy
-from .dtypes import bfloat16, float16
+from .dtypes import bfloat16, float16, float32
 
-__all__ = ["available", "set_enabled", "forward", "data_grad", "weight_grad", "plan_cache_info"]
+__all__ = ["available", "unavailable_reason", "set_enabled", "set_allow_tf32", "allow_tf32",
+           "forward", "data_grad", "weight_grad", "plan_cache_info", "TESTED_FRONTEND"]
+
+# The frontend version whose Python API this module was written against (pyproject pins it):
+# 1.24+ reimplemented ``pygraph`` in Python and 1.29+ declare extra required packages.
+TESTED_FRONTEND = "1.23.0"
 
 _ndarray = np.ndarray
+_DTYPES = (float16, bfloat16, float32)
 _state = {"checked": False, "ok": False, "enabled": os.environ.get("MINIGRAD_CUDNN", "1") != "0",
-          "module": None}
+          "tf32": True, "module": None, "reason": None}
 _plans: dict = {}      # key -> _Plan, or None for a case cuDNN rejected
-_handles: dict = {}    # device id -> cudnn handle
+_handles: dict = {}    # device id -> [cudnn handle, stream pointer it was last set to]
+
+
+def _load():
+    """Import the frontend and load libcudnn; returns (module, None) or (None, reason)."""
+    try:
+        import cudnn  # nvidia-cudnn-frontend
+    except ImportError as e:
+        return None, (f"the cuDNN frontend is not installed ({e}); install the 'cudnn-cu13' "
+                      f"extra (CUDA 13) or 'cudnn' (CUDA 12): nvidia-cudnn-frontend=="
+                      f"{TESTED_FRONTEND} with nvidia-cudnn-cu13/-cu12")
+    except Exception as e:  # noqa: BLE001 - e.g. its import-time dlopen asserts on 2 libraries
+        return None, f"importing the cuDNN frontend failed ({type(e).__name__}: {e})"
+    try:
+        cudnn.backend_version()  # the frontend dlopens libcudnn at import and fails here if not
+    except Exception as e:  # noqa: BLE001 - any failure means "no cuDNN", reported once
+        return None, (f"libcudnn.so.9 could not be loaded ({type(e).__name__}: {e}); the "
+                      "frontend looks in <purelib>/nvidia/cudnn/lib and on the dynamic linker "
+                      "path only: install nvidia-cudnn-cuXX into this environment or add its lib "
+                      "folder to LD_LIBRARY_PATH")
+    version = getattr(cudnn, "__version__", "?")
+    if version != TESTED_FRONTEND:
+        warnings.warn(f"minigrad's cuDNN path was written for nvidia-cudnn-frontend "
+                      f"{TESTED_FRONTEND}, found {version}; convolutions that fail on it fall "
+                      "back to im2col + GEMM with a warning", RuntimeWarning, stacklevel=4)
+    return cudnn, None
 
 
 def available() -> bool:
-    """True when a GPU, the ``cudnn`` frontend package and the cuDNN library all load."""
+    """True when a GPU, the ``cudnn`` frontend package and the cuDNN library all load (and the
+    path is enabled). Warns once, with the reason, when a GPU is present but cuDNN is not."""
     if not _state["checked"]:
         _state["checked"] = True
         if cuda_available():
-            try:
-                import cudnn  # noqa: F401  (nvidia-cudnn-frontend)
-
-                cudnn.backend_version()  # loads libcudnn: fails cleanly when it is missing
-                _state["module"] = cudnn
-                _state["ok"] = True
-            except Exception:  # ImportError, OSError from a missing library, ...
-                _state["ok"] = False
+            _state["module"], _state["reason"] = _load()
+            _state["ok"] = _state["module"] is not None
+            if not _state["ok"] and _state["enabled"]:
+                warnings.warn(f"cuDNN is unavailable, conv2d uses im2col + GEMM: "
+                              f"{_state['reason']}", RuntimeWarning, stacklevel=3)
+        else:
+            _state["reason"] = "no GPU: CuPy sees no device"
     return _state["ok"] and _state["enabled"]
+
+
+def unavailable_reason() -> str | None:
+    """Why cuDNN is not used (None when it is, or before the first check)."""
+    if not _state["enabled"]:
+        return "disabled (MINIGRAD_CUDNN=0 or set_enabled(False))"
+    return None if _state["ok"] else _state["reason"]
 
 
 def set_enabled(enabled: bool) -> bool:
@@ -60,17 +104,29 @@ def set_enabled(enabled: bool) -> bool:
     return prev
 
 
+def set_allow_tf32(allow: bool) -> bool:
+    """Let float32 convolutions use TF32 Tensor Cores (PyTorch's
+    ``torch.backends.cudnn.allow_tf32``, default True); returns the previous setting."""
+    prev = _state["tf32"]
+    _state["tf32"] = bool(allow)
+    return prev
+
+
+def allow_tf32() -> bool:
+    """Whether float32 convolutions may use TF32 (see :func:`set_allow_tf32`)."""
+    return _state["tf32"]
+
+
 def plan_cache_info() -> dict:
     """Number of cached plans and of remembered unsupported cases (for tests and tuning)."""
     return {"plans": sum(p is not None for p in _plans.values()),
             "unsupported": sum(p is None for p in _plans.values())}
 
 
-def _usable(*arrays) -> bool:
-    a = arrays[0]
+def _usable(a, b) -> bool:
     if type(a) is _ndarray or cupy is None or not isinstance(a, cupy.ndarray):
         return False
-    if a.dtype not in (float16, bfloat16) or any(x.dtype != a.dtype for x in arrays):
+    if a.dtype not in _DTYPES or b.dtype != a.dtype:
         return False
     return available()
 
@@ -104,13 +160,16 @@ def weight_grad(x, gy, w_shape, stride, padding, dilation, groups):
 
 
 # ----------------------------------------------------------------------------- plans
+def nhwc_strides(shape):
+    """Element strides of an NCHW-shaped tensor stored channels-last (NHWC)."""
+    n, c, h, w = shape
+    return [h * w * c, 1, w * c, c]
+
+
 def _nhwc(a):
-    """One copy NCHW -> NHWC memory, returned as the NCHW-shaped view cuDNN describes."""
+    """One copy NCHW -> NHWC memory (none if already so), as the NCHW-shaped view cuDNN
+    describes."""
     return cupy.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
-
-
-def _elem_strides(a):
-    return [s // a.itemsize for s in a.strides]
 
 
 class _Plan:
@@ -118,14 +177,16 @@ class _Plan:
 
     __slots__ = ("graph", "a", "b", "out", "workspace")
 
-    def __init__(self, kind, a, b, out, stride, padding, dilation, handle):
+    def __init__(self, kind, a_shape, b_shape, out_shape, dtype, stride, padding, dilation,
+                 tf32, handle):
         cudnn = _state["module"]
-        dt = cudnn.data_type.HALF if a.dtype == float16 else cudnn.data_type.BFLOAT16
+        dt = {float16: cudnn.data_type.HALF, bfloat16: cudnn.data_type.BFLOAT16,
+              float32: cudnn.data_type.FLOAT}[dtype]
         g = cudnn.pygraph(handle=handle, io_data_type=dt,
                           intermediate_data_type=cudnn.data_type.FLOAT,
                           compute_data_type=cudnn.data_type.FLOAT)
-        ta = g.tensor(name="a", dim=list(a.shape), stride=_elem_strides(a), data_type=dt)
-        tb = g.tensor(name="b", dim=list(b.shape), stride=_elem_strides(b), data_type=dt)
+        ta = g.tensor(name="a", dim=list(a_shape), stride=nhwc_strides(a_shape), data_type=dt)
+        tb = g.tensor(name="b", dim=list(b_shape), stride=nhwc_strides(b_shape), data_type=dt)
         conv = dict(padding=list(padding), stride=list(stride), dilation=list(dilation),
                     compute_data_type=cudnn.data_type.FLOAT)
         if kind == "fprop":
@@ -135,84 +196,79 @@ class _Plan:
         else:
             y = g.conv_wgrad(image=ta, loss=tb, **conv)
         # dgrad/wgrad output dims cannot be inferred (output padding, kernel size): always set.
-        y.set_output(True).set_dim(list(out.shape)).set_stride(_elem_strides(out))
+        y.set_output(True).set_dim(list(out_shape)).set_stride(nhwc_strides(out_shape))
         y.set_data_type(dt)
         g.validate()
         g.build_operation_graph()
         g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+        if dtype == float32 and not tf32:
+            # What PyTorch does for allow_tf32=False: drop engines that run float32 on Tensor
+            # Cores (TF32) or convert the inputs down.
+            g.deselect_numeric_notes([cudnn.numerical_note.TENSOR_CORE,
+                                      cudnn.numerical_note.DOWN_CONVERT_INPUTS])
         g.check_support()
         g.build_plans()
         self.graph, self.a, self.b, self.out = g, ta, tb, y
         self.workspace = int(g.get_workspace_size())
 
 
-def _handle(device_id):
-    h = _handles.get(device_id)
-    if h is None:
-        h = _handles[device_id] = _state["module"].create_handle()
-    return h
+def _handle(device_id, stream_ptr):
+    """The cuDNN handle of a device, pointed at ``stream_ptr`` (set only when it changes)."""
+    entry = _handles.get(device_id)
+    if entry is None:
+        entry = _handles[device_id] = [_state["module"].create_handle(), None]
+    if entry[1] != stream_ptr:
+        _state["module"].set_stream(handle=entry[0], stream=stream_ptr)
+        entry[1] = stream_ptr
+    return entry[0]
 
 
-class _OnStream:
-    """Exports an array through DLPack for a consumer on CuPy's current (non-null) stream.
-
-    cuDNN Frontend calls ``__dlpack__()`` without a stream, which CuPy reads as "the legacy
-    default stream" and answers by making that stream wait on ours: a cross-stream dependency
-    that is illegal while capturing a CUDA graph. Naming our own stream avoids it.
-    """
-
-    __slots__ = ("array", "stream")
-
-    def __init__(self, array, stream):
-        self.array, self.stream = array, stream
-
-    def __dlpack__(self, *args, **kwargs):
-        return self.array.__dlpack__(stream=self.stream)
-
-    def __dlpack_device__(self):
-        return self.array.__dlpack_device__()
+def _plan(key, kind, a, b, out_shape, stride, padding, dilation, groups, handle):
+    """The cached plan for ``key`` (built on first use), or None for a case cuDNN rejects."""
+    plan = _plans.get(key, False)
+    if plan is False:
+        tf32 = key[-2]
+        try:
+            plan = _Plan(kind, a.shape, b.shape, out_shape, a.dtype, stride, padding, dilation,
+                         tf32, handle)
+        except Exception as e:  # cudnnGraphNotSupportedError and friends
+            warnings.warn(f"cuDNN rejected conv2d {kind} for shapes {a.shape} x {b.shape} "
+                          f"(stride {stride}, padding {padding}, dilation {dilation}, "
+                          f"groups {groups}, {a.dtype}); using im2col + GEMM: {e}",
+                          RuntimeWarning, stacklevel=5)
+            plan = None
+        _plans[key] = plan
+    return plan
 
 
 def _run(kind, a, b, out_shape, stride, padding, dilation, groups):
     """Execute (building on first use) the ``kind`` graph; None when cuDNN rejects the case."""
-    a_l, b_l = _nhwc(a), _nhwc(b)
-    out = cupy.empty((out_shape[0],) + tuple(out_shape[2:]) + (out_shape[1],), a.dtype)
-    out = out.transpose(0, 3, 1, 2)  # NCHW view of NHWC memory
     dev = a.device.id
+    tf32 = _state["tf32"] if a.dtype == float32 else False
     key = (kind, a.shape, b.shape, out_shape, stride, padding, dilation, groups, a.dtype.str,
-           dev)
+           tf32, dev)
     plan = _plans.get(key, False)
-    cudnn = _state["module"]
+    if plan is None:  # known unsupported: nothing copied, nothing allocated
+        return None
     with a.device:
-        handle = _handle(dev)
         stream = cupy.cuda.get_current_stream()
-        cudnn.set_stream(handle=handle, stream=stream.ptr)
+        handle = _handle(dev, stream.ptr)
         if plan is False:
-            try:
-                plan = _Plan(kind, a_l, b_l, out, stride, padding, dilation, handle)
-            except Exception as e:  # cudnnGraphNotSupportedError and friends
-                warnings.warn(f"cuDNN rejected conv2d {kind} for shapes {a.shape} x {b.shape} "
-                              f"(stride {stride}, padding {padding}, dilation {dilation}, "
-                              f"groups {groups}, {a.dtype}); using im2col + GEMM: {e}",
-                              RuntimeWarning, stacklevel=4)
-                plan = None
-            _plans[key] = plan
-        if plan is None:
-            return None
-        ws = cupy.empty(max(plan.workspace, 1), np.uint8)
-        if stream.ptr:
-            pack = {plan.a: _OnStream(a_l, stream.ptr), plan.b: _OnStream(b_l, stream.ptr),
-                    plan.out: _OnStream(out, stream.ptr)}
-            ws_obj = _OnStream(ws, stream.ptr)
-        else:
-            pack, ws_obj = {plan.a: a_l, plan.b: b_l, plan.out: out}, ws
+            plan = _plan(key, kind, a, b, out_shape, stride, padding, dilation, groups, handle)
+            if plan is None:
+                return None
+        a_l, b_l = _nhwc(a), _nhwc(b)
+        n, c, h, w = out_shape
+        out = cupy.empty((n, h, w, c), a.dtype)  # NHWC memory
+        ws = cupy.empty(plan.workspace, np.uint8) if plan.workspace else None
+        pack = {plan.a: int(a_l.data.ptr), plan.b: int(b_l.data.ptr), plan.out: int(out.data.ptr)}
         try:
-            plan.graph.execute(pack, ws_obj, handle=handle)
-        except Exception as e:  # e.g. a DLPack export this CuPy cannot do: never retry
+            plan.graph.execute(pack, int(ws.data.ptr) if ws is not None else 0, handle=handle)
+        except Exception as e:  # never retry a plan that failed to execute
             warnings.warn(f"cuDNN conv2d {kind} failed to execute for {a.shape} x {b.shape} "
                           f"({a.dtype}); using im2col + GEMM from now on: {e}",
                           RuntimeWarning, stacklevel=4)
             _plans[key] = None
             return None
     # The rest of minigrad expects C-contiguous NCHW arrays (as the im2col path returns).
-    return cupy.ascontiguousarray(out)
+    return cupy.ascontiguousarray(out.transpose(0, 3, 1, 2))

@@ -5,6 +5,9 @@ batched (ndim > 2) float16 to float32 and fails on batched bfloat16 (AMP_REFEREN
 So batched products are folded into one 2-D GEMM when ``b`` is shared across the batch, and
 otherwise run as one loop-free ``cublasGemmStridedBatchedEx``.
 
+While ``cuda_graph`` records a step, every float product goes to ``cublas_gemm`` instead (path
+``"cublas-capturable"``): CuPy's cuBLAS wrappers cannot be called during stream capture.
+
 Only imported when an operand is a CuPy array (``kernels.matmul`` imports it lazily).
 """
 
@@ -13,19 +16,16 @@ from __future__ import annotations
 import cupy
 import numpy as np
 
+from . import cublas_gemm
 from .dtypes import bfloat16, float16, float32, is_low_precision, widest_float
 from .kernels import is_single_element_product, last_matmul_path
 
 __all__ = ["matmul"]
 
-# cudaDataType / cublasComputeType_t / cublasGemmAlgo_t values from the CUDA headers
-# (library_types.h, cublas_api.h). Spelled out because ``cupy.cuda.runtime`` only exports
-# CUDA_R_16F and older ones, not CUDA_R_16BF.
-_CUDA_R_16F = 2
-_CUDA_R_16BF = 14
-_CUBLAS_COMPUTE_32F = 68
+# cudaDataType / cublasComputeType_t values from the CUDA headers, shared with cublas_gemm
+# (``cupy.cuda.runtime`` exports the same CUDA_R_16F/CUDA_R_16BF; one table serves both modules).
 _CUBLAS_GEMM_DEFAULT_TENSOR_OP = 99
-_CUDA_TYPE = {float16: _CUDA_R_16F, bfloat16: _CUDA_R_16BF}
+_CUDA_TYPE = {float16: cublas_gemm.CUDA_R_16F, bfloat16: cublas_gemm.CUDA_R_16BF}
 
 # alpha/beta live on the host: with CUBLAS_POINTER_MODE_HOST cuBLAS reads them at enqueue time,
 # so no device allocation or copy per call (and the call is CUDA-graph capturable).
@@ -40,6 +40,10 @@ def matmul(a, b):
         # floating type, which is float32 for fp16 with bf16 (neither holds the other).
         wide = widest_float((a.dtype, b.dtype)) or float32
         a, b = a.astype(wide), b.astype(wide)
+    if cublas_gemm.use_capturable() and a.dtype == b.dtype and a.dtype in cublas_gemm.DTYPES:
+        # CuPy's cuBLAS wrappers cannot run inside a CUDA graph capture (issue 1)
+        last_matmul_path["path"] = "cublas-capturable"
+        return cublas_gemm.matmul(a, b)
     if not is_low_precision(a.dtype):
         last_matmul_path["path"] = "cupy-2d" if a.ndim <= 2 and b.ndim <= 2 else "cupy"
         return cupy.matmul(a, b)
@@ -103,7 +107,7 @@ def _strided_batched(a, b):
                 _ONE.ctypes.data, b.data.ptr, dt, n, stride_b,
                 a.data.ptr, dt, k, stride_a,
                 _ZERO.ctypes.data, out.data.ptr, dt, n, m * n,
-                count, _CUBLAS_COMPUTE_32F, _CUBLAS_GEMM_DEFAULT_TENSOR_OP)
+                count, cublas_gemm.COMPUTE_32F, _CUBLAS_GEMM_DEFAULT_TENSOR_OP)
         finally:
             cublas.setPointerMode(handle, mode)
     return out

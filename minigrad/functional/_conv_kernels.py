@@ -17,7 +17,8 @@ its own regime (both measured on LeNet-5, see benchmarks/cpu_training.py):
 
 Low precision (invariant 4): GEMMs go through ``_backend.kernels.matmul`` (fp32 accumulation,
 rounded output); col2im sums overlapping windows in fp32 and rounds once. cuDNN, when the
-backend has it, takes fp16/bf16 convolutions before any of this runs.
+backend has it, takes fp16/bf16/fp32 convolutions on the GPU before any of this runs (each entry
+point asks ``cudnn_conv`` first and falls through on None).
 """
 
 from __future__ import annotations
