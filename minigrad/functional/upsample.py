@@ -3,8 +3,8 @@ area) and the ``upsample_*`` spellings, with PyTorch's coordinate conventions.
 
 Every mode is separable: along each spatial axis each output is a weighted sum of a few input
 taps (1 for nearest, 2 linear, 4 bicubic, the bin for area), whose indices and weights are built
-on the host from the sizes alone. So a resize is one gather (``index_select``) and a weighted
-sum per axis, and its gradient is the scatter-add of ``index_select``'s backward. A non-finite
+on the host from the sizes alone. So a resize is, per axis, a weighted sum of one gather
+(``index_select``) per tap, and its gradient is the scatter-add of ``index_select``'s backward. A non-finite
 input reaches only the outputs whose taps read it, as in PyTorch (a dense resampling matmul
 would spread it over the axis through 0 * nan). Each mode is its own composite
 (``upsample_nearest``, ``upsample_bilinear``...), so each is a float32 row of the AMP policy as
@@ -90,14 +90,15 @@ def _resample_impl(x, taps):
             continue
         idx, w = t
         axis = x.ndim - nd + k
-        n_out, n_taps = idx.shape
-        x = index_select(x, axis, idx.reshape(-1))
-        if n_taps == 1:  # nearest: the weights are all 1
-            continue
-        x = x.reshape(x.shape[:axis] + (n_out, n_taps) + x.shape[axis + 1:])
-        # The weights take the dtype the op runs in (after autocast's cast), not the caller's.
-        wt = const(w.astype(x.dtype).reshape(w.shape + (1,) * (x.ndim - axis - 2)))
-        x = (x * wt).sum(axis + 1)
+        src, x = x, None
+        # One gather per tap column, summed: cheaper than a reduction over a size-K axis.
+        for j in range(idx.shape[1]):
+            part = index_select(src, axis, idx[:, j])
+            if idx.shape[1] > 1:  # nearest has one tap of weight 1
+                # The weights take the dtype the op runs in (after autocast's cast).
+                wj = w[:, j].astype(src.dtype).reshape((-1,) + (1,) * (src.ndim - axis - 1))
+                part = part * const(wj)
+            x = part if x is None else x + part
     return x
 
 
