@@ -4,11 +4,11 @@ area) and the ``upsample_*`` spellings, with PyTorch's coordinate conventions.
 Every mode is separable: along each spatial axis each output is a weighted sum of a few input
 taps (1 for nearest, 2 linear, 4 bicubic, the bin for area), whose indices and weights are built
 on the host from the sizes alone. So a resize is, per axis, a weighted sum of one gather
-(``index_select``) per tap, and its gradient is the scatter-add of ``index_select``'s backward. A non-finite
-input reaches only the outputs whose taps read it, as in PyTorch (a dense resampling matmul
-would spread it over the axis through 0 * nan). Each mode is its own composite
-(``upsample_nearest``, ``upsample_bilinear``...), so each is a float32 row of the AMP policy as
-AMP_REFERENCE section 1 lists them; ``area`` runs under the ``interpolate`` row.
+(``index_select``) per tap, and its gradient is the scatter-add of ``index_select``'s
+backward. A non-finite input reaches only the outputs whose taps read it, as in PyTorch (a
+dense resampling matmul would spread it over the axis through 0 * nan). Each mode is its own
+composite (``upsample_nearest``, ``upsample_bilinear``...), so each is a float32 row of the AMP
+policy as AMP_REFERENCE section 1 lists them; ``area`` runs under the ``interpolate`` row.
 """
 
 from __future__ import annotations
