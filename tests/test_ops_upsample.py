@@ -28,6 +28,12 @@ CASES = [
     ((4, 5, 6), {"size": (7, 8, 9), "mode": "trilinear"}),
     ((4, 5, 6), {"size": (3, 3, 4), "mode": "trilinear", "align_corners": True}),
     ((7, 9), {"size": (3, 4), "mode": "area"}),
+    # Same-size axes: linear modes copy them, bicubic still reads 4 taps (both as PyTorch).
+    ((7,), {"size": 7, "mode": "linear"}),
+    ((5, 6), {"size": (5, 9), "mode": "bilinear"}),
+    ((5, 6), {"size": (5, 9), "mode": "bicubic"}),
+    ((7,), {"scale_factor": 1.1, "mode": "linear"}),
+    ((7,), {"scale_factor": 1.1, "mode": "nearest"}),
 ]
 IDS = [f"{kw['mode']}-{'x'.join(map(str, s))}-{i}" for i, (s, kw) in enumerate(CASES)]
 
@@ -41,8 +47,7 @@ def _with_nonfinite(spatial, seed=0):
 
 
 def _adjoint(g, in_spatial, kw):
-    """Tap-by-tap transpose of the reference: each output's gradient goes only to its taps
-    (no axis of CASES keeps its size)."""
+    """Tap-by-tap transpose of the reference: each output's gradient goes only to its taps."""
     nd = len(in_spatial)
     out_spatial = g.shape[2:]
     for k in reversed(range(nd)):

@@ -38,6 +38,8 @@ def _axis_taps(mode, n_in, n_out, scale, align):
                 i0 = math.floor(src)
                 t = src - i0
                 taps.append([(min(max(i0 + k, 0), n_in - 1), _cubic(t - k)) for k in (-1, 0, 1, 2)])
+            elif n_in == n_out:  # PyTorch copies a same-size axis in the linear modes
+                taps.append([(dst, 1.0)])
             else:
                 src = max(src, 0.0)
                 i0 = min(int(math.floor(src)), n_in - 1)
