@@ -9,6 +9,7 @@ import minigrad as mg
 from minigrad._backend import cudnn_conv, kernels
 from minigrad.functional import _conv_kernels
 from minigrad.functional.conv import conv1d, conv2d, conv_transpose2d
+from minigrad.functional.conv_nd import conv3d, conv_transpose3d, convolution
 from minigrad.testing import gradcheck, gradgradcheck
 
 
@@ -315,8 +316,6 @@ def test_data_and_weight_grads_together_and_apart(device, rng, monkeypatch, n, h
 def test_empty_batch_gives_empty_output_and_zero_size_gradients(case, rng):
     # PyTorch returns an empty output for N = 0; NumPy cannot infer a -1 beside a 0, so every
     # reshape in the kernels spells its sizes out.
-    from minigrad.functional.conv_nd import conv3d, conv_transpose3d
-
     fn, x_shape, w_shape, out_shape = {
         "conv1d": (conv1d, (0, 2, 7), (3, 2, 3), (0, 3, 5)),
         "conv2d": (conv2d, (0, 2, 5, 5), (3, 2, 3, 3), (0, 3, 3, 3)),
@@ -382,3 +381,26 @@ def test_im2col_path_is_pinned(device, rng, monkeypatch):
     conv2d(t(rng.standard_normal((1, 2, 5, 5)), device).astype("float16"),
            t(rng.standard_normal((3, 2, 3, 3)), device).astype("float16"))
     assert gemms == [1]
+
+
+@pytest.mark.parametrize("call,fragments", [
+    (lambda r: conv3d(r(1, 3, 3, 3, 3), r(2, 2, 2, 2, 2)),
+     ("conv3d", "channel", "(1, 3, 3, 3, 3)")),
+    (lambda r: conv_transpose3d(r(1, 3, 3, 3, 3), r(2, 2, 2, 2, 2)),
+     ("conv_transpose3d", "(2, 2, 2, 2, 2)")),
+    (lambda r: convolution(r(1, 3, 4, 4, 4), r(2, 2, 2, 2, 2), None, 1, 0, 1, False, 0, 1),
+     ("convolution", "channel", "(1, 3, 4, 4, 4)")),
+    (lambda r: convolution(r(1, 2, 4, 4), r(2, 2, 5, 5), None, 1, 0, 1, False, 0, 1),
+     ("convolution", "output size", "(4, 4)")),
+    (lambda r: convolution(r(1, 2, 4, 4), r(2, 2, 5), None, 1, 0, 1, False, 0, 1),
+     ("convolution", "4-D weight")),
+    (lambda r: convolution(r(1, 3, 4, 4), r(2, 2, 2, 2), None, 1, 0, 1, True, 0, 1),
+     ("convolution", "C_in == input channels")),
+])
+def test_nd_shape_errors_name_the_public_op(call, fragments):
+    """The public op validates the caller's shapes itself: no folded shapes, no inner name."""
+    with pytest.raises(ValueError) as e:
+        call(lambda *s: mg.tensor(np.ones(s)))
+    for f in fragments:
+        assert f in str(e.value)
+    assert "conv2d" not in str(e.value) and "conv1d" not in str(e.value)

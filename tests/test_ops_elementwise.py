@@ -328,3 +328,23 @@ def test_logical_broadcast_errors_name_the_op_and_shapes(op):
                                          "broadcast"):
         op(mg.ones((2, 3)), mg.ones(4))
     assert op(mg.ones((2, 3)), mg.ones(3)).shape == (2, 3)
+
+
+def test_atan2_promotes_integers_to_float():
+    """int tensors give float32 (PyTorch), not the truncated int64 arctan."""
+    from minigrad.functional.transcendental import atan2
+
+    out = atan2(mg.tensor(np.array([1, 2, -3])), mg.tensor(np.array([1, 1, 1])))
+    assert out.dtype == mg.float32
+    np.testing.assert_allclose(out.numpy(), np.arctan2([1.0, 2.0, -3.0], 1.0), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["atan2", "addcmul", "addcdiv"])
+def test_broadcast_errors_name_the_called_op(name):
+    from minigrad.functional import transcendental as T
+
+    args = (mg.tensor(np.ones((2, 3))), mg.tensor(np.ones(4)), mg.tensor(np.ones((2, 3))))
+    with pytest.raises(ValueError) as e:
+        getattr(T, name)(*args[:2 if name == "atan2" else 3])
+    msg = str(e.value)
+    assert msg.startswith(f"{name}:") and "(2, 3)" in msg and "(4,)" in msg, msg

@@ -277,3 +277,18 @@ def test_any_and_all_over_every_axis_hold_a_0d_array():
     for r, expect in ((t.any(), True), (t.all(), False)):
         assert r.shape == () and not isinstance(r.data, np.generic)
         assert r.numpy().item() is expect and r.item() is expect
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("axis", [0, -1])
+def test_scan_of_0d_stays_0d(name, axis):
+    """PyTorch: cumsum/cumprod of a 0-d tensor along 0/-1 is 0-d (NumPy's would be (1,))."""
+    x = mg.tensor(np.array(-1.5), requires_grad=True)
+    y = getattr(F, name)(x, axis)
+    assert y.shape == () and float(y.numpy()) == -1.5
+    (y * 3.0).backward()
+    assert x.grad.shape == () and float(x.grad.numpy()) == 3.0
+    assert gradcheck(lambda t: getattr(F, name)(t, axis), [np.array(0.7)])
+    assert getattr(F, name)(x).shape == (1,)  # axis=None flattens, as in NumPy
+    with pytest.raises(IndexError, match=name):
+        getattr(F, name)(x, 1)

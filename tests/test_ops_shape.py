@@ -105,6 +105,22 @@ def test_getitem_repeated_indices_accumulate(device):
     np.testing.assert_array_equal(x.grad.numpy(), [[0, 2]] * 4)
 
 
+@pytest.mark.parametrize("shape,index", [
+    ((3, 0), (np.array([0, 2, 2]),)),  # pdist's case: integer rows of (N, 0)
+    ((3, 0, 2), (np.array([0, 2]), slice(None), 1)),
+    ((0, 4), (np.array([], dtype=np.int64),)),
+])
+def test_getitem_backward_zero_size(shape, index, device):
+    """A zero-size row shape made getitem's backward reshape with an ambiguous -1."""
+    x = mg.zeros(shape, requires_grad=True, device=device, dtype=mg.float32)
+    x[index].sum().backward()
+    assert x.grad.shape == shape
+    x.grad = None
+    F.index_select(x, 0, np.zeros(2, dtype=np.int64) if shape[0] else
+                   np.zeros(0, dtype=np.int64)).sum().backward()
+    assert x.grad.shape == shape
+
+
 def test_getitem_second_derivative(rng):
     from minigrad.testing import gradgradcheck
     a = rng.standard_normal((4, 3))

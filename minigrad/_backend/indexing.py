@@ -109,7 +109,7 @@ def scatter_add_rows(xp, n_rows: int, rows, values, dtype):
     width = int(np.prod(tail, dtype=np.int64)) if tail else 1
     rows = rows.reshape(-1)
     if xp is not np:
-        out = _cupy_scatter_add(xp, (n_rows, width), rows, values.reshape(-1, width),
+        out = _cupy_scatter_add(xp, (n_rows, width), rows, values.reshape(rows.size, width),
                                 np.dtype(dtype))
         return out.reshape((n_rows,) + tail)
     out = np.zeros((n_rows, width), dtype=dtype)

@@ -44,11 +44,6 @@ def _triple(op, stride, padding, dilation):
                  ((stride, "stride"), (padding, "padding"), (dilation, "dilation")))
 
 
-def _merge_hw(t):
-    """The 4-D view ``_check`` validates (sizes given: -1 cannot be inferred for N = 0)."""
-    return t.reshape(t.shape[:3] + (t.shape[3] * t.shape[4],))
-
-
 def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1) -> Tensor:
     """3-D convolution (cross-correlation) over ``(N, C, D, H, W)`` input.
@@ -63,7 +58,7 @@ def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
     if x.ndim != 5 or weight.ndim != 5:
         raise op_error(op, "expected input (N, C, D, H, W) and a 5-D weight", input=x.shape,
                        weight=weight.shape)
-    _check(op, _merge_hw(x), _merge_hw(weight), bias, groups, 2)
+    _check(op, x, weight, bias, groups, 3)  # the caller's 5-D shapes in any message
     stride, padding, dilation = _triple(op, stride, padding, dilation)
     _out_size(op, x.shape[2:], weight.shape[2:], stride, padding, dilation)
     return _Conv3d.apply(x, weight, bias, kw={"stride": stride, "padding": padding,
@@ -126,7 +121,7 @@ def conv_transpose3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stri
     if x.ndim != 5 or weight.ndim != 5:
         raise op_error(op, "expected input (N, C_in, D, H, W) and a 5-D weight",
                        input=x.shape, weight=weight.shape)
-    _check(op, _merge_hw(x), _merge_hw(weight), bias, groups, 2, transposed=True)
+    _check(op, x, weight, bias, groups, 3, transposed=True)
     stride, padding, dilation = _triple(op, stride, padding, dilation)
     out_pad = _tuple(output_padding, 3, op, "output_padding")
     if min(stride) < 1 or min(dilation) < 1 or min(padding) < 0 or min(out_pad) < 0 or any(
@@ -170,7 +165,14 @@ def convolution(input: Tensor, weight: Tensor, bias: Tensor | None, stride, padd
     args = [_tuple(v, rank, op, n) for v, n in ((stride, "stride"), (padding, "padding"),
                                                  (dilation, "dilation"),
                                                  (output_padding, "output_padding"))]
-    # Shapes are validated by the 2-D kernels inside (their errors name conv2d & co.).
+    # Validated here, so a bad call is explained as convolution with the caller's shapes, not as
+    # the conv1d/conv2d it is delegated to (on folded shapes for 3-D).
+    if weight.ndim != input.ndim:
+        raise op_error(op, f"expected a {input.ndim}-D weight for {input.ndim}-D input",
+                       input=input.shape, weight=weight.shape)
+    _check(op, input, weight, bias, groups, rank, transposed=bool(transposed))
+    if not transposed:
+        _out_size(op, input.shape[2:], weight.shape[2:], *args[:3])
     return _Convolution.apply(input, weight, bias, kw={
         "stride": args[0], "padding": args[1], "dilation": args[2],
         "transposed": bool(transposed), "output_padding": args[3], "groups": groups})

@@ -433,7 +433,10 @@ def cumsum(x: Tensor, axis=None) -> Tensor:
     if axis is None:
         x = x.reshape(-1)
         axis = 0
-    return CumSum.apply(x, axis=check_axis(axis, x.ndim, "cumsum"))
+    axis = check_axis(axis, x.ndim, "cumsum")
+    if x.ndim == 0:  # PyTorch keeps a 0-d input 0-d along axis 0/-1 (NumPy would give (1,))
+        return CumSum.apply(x.reshape((1,)), axis=0).reshape(())
+    return CumSum.apply(x, axis=axis)
 
 
 def norm(x: Tensor, ord=2, axis=None, keepdims: bool = False) -> Tensor:

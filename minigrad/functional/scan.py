@@ -69,4 +69,7 @@ def cumprod(x: Tensor, axis=None, *, dim=None) -> Tensor:
     if axis is None:
         x = x.reshape(-1)
         axis = 0
-    return CumProd.apply(x, axis=normalize_axis(axis, x.ndim, "cumprod"))
+    axis = normalize_axis(axis, x.ndim, "cumprod")
+    if x.ndim == 0:  # PyTorch keeps a 0-d input 0-d along axis 0/-1 (NumPy would give (1,))
+        return CumProd.apply(x.reshape((1,)), axis=0).reshape(())
+    return CumProd.apply(x, axis=axis)

@@ -350,7 +350,9 @@ class GetItemBackward(Function):
         items = index if isinstance(index, tuple) else (index,)
         if len(items) == 1 and hasattr(items[0], "ndim"):  # x[idx]: the embedding case
             rows = items[0] % shape[0] if shape else items[0]
-            return scatter_add_rows(xp, shape[0], rows, g.reshape((-1,) + shape[1:]), g.dtype)
+            # rows.size, not -1: with a zero-size row shape, -1 is ambiguous and NumPy refuses.
+            return scatter_add_rows(xp, shape[0], rows, g.reshape((rows.size,) + shape[1:]),
+                                    g.dtype)
         # General mixed index: gather each element's flat position through zero-stride views.
         size = int(np.prod(shape, dtype=np.int64))
         lin, stride = None, 1

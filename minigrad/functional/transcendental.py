@@ -157,6 +157,9 @@ class Erfinv(_Unary):
 
 class Atan2(Function):
     name = "atan2"
+    # PyTorch's float promotion (int inputs give float32), and with it Function.apply's
+    # broadcast error naming atan2 and both shapes instead of NumPy's bare message.
+    promote = "float"
 
     def forward(self, y, x):
         xp = get_array_module(y if hasattr(y, "dtype") else x)
@@ -234,6 +237,9 @@ def atan2(input, other) -> Tensor:
 # ------------------------------------------------------------------ fused composites (promote)
 _AddCMul = composite("addcmul", lambda x, t1, t2, value: x + value * (t1 * t2))
 _AddCDiv = composite("addcdiv", lambda x, t1, t2, value: x + value * (t1 / t2))
+# The inner ops already promote; the attribute makes Function.apply explain a broadcast failure
+# as addcmul/addcdiv with the caller's three shapes, not as the inner mul/div.
+_AddCMul.promote = _AddCDiv.promote = "common"
 
 
 def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value=1) -> Tensor:

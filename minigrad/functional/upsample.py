@@ -1,12 +1,14 @@
 """Resampling: ``interpolate`` (nearest, nearest-exact, linear, bilinear, bicubic, trilinear,
 area) and the ``upsample_*`` spellings, with PyTorch's coordinate conventions.
 
-Every mode is separable: along each spatial axis the output is a fixed (out, in) matrix times
-the input, built on the host from the sizes alone. So a resize is one small matmul per axis,
-and its gradient is the transposed matrix, for free through ``matmul``'s backward. Each mode is
-its own composite (``upsample_nearest``, ``upsample_bilinear``...), so each is a float32 row of
-the AMP policy as AMP_REFERENCE section 1 lists them; ``area`` runs under the ``interpolate``
-row.
+Every mode is separable: along each spatial axis each output is a weighted sum of a few input
+taps (1 for nearest, 2 linear, 4 bicubic, the bin for area), whose indices and weights are built
+on the host from the sizes alone. So a resize is, per axis, a weighted sum of one gather
+(``index_select``) per tap, and its gradient is the scatter-add of ``index_select``'s
+backward. A non-finite input reaches only the outputs whose taps read it, as in PyTorch (a
+dense resampling matmul would spread it over the axis through 0 * nan). Each mode is its own
+composite (``upsample_nearest``, ``upsample_bilinear``...), so each is a float32 row of the AMP
+policy as AMP_REFERENCE section 1 lists them; ``area`` runs under the ``interpolate`` row.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from .._backend import get_array_module
 from ..tensor import Tensor
 from ._composite import composite
 from ._utils import const, op_error
-from .linalg import matmul
+from .shape import index_select
 
 __all__ = [
     "interpolate", "upsample", "upsample_bicubic", "upsample_bilinear", "upsample_linear",
@@ -44,44 +46,59 @@ def _cubic(t):
                     np.where(t < 2, ((a * t - 5 * a) * t + 8 * a) * t - 4 * a, 0.0))
 
 
-def _matrix(mode, n_in, n_out, scale, align_corners):
-    """The (n_out, n_in) resampling matrix of one axis, in float64."""
-    w = np.zeros((n_out, n_in))
+def _taps(mode, n_in, n_out, scale, align_corners):
+    """The taps of one axis: ``(idx, w)``, both (n_out, K); output ``o`` is
+    ``sum_k w[o, k] * x[idx[o, k]]``. Zero-weight taps stay (PyTorch reads them too, so a NaN
+    there reaches that output, and only that one)."""
     dst = np.arange(n_out, dtype=np.float64)
-    rows = np.arange(n_out)
     if mode in ("nearest", "nearest-exact"):
         off = 0.5 if mode == "nearest-exact" else 0.0
         src = np.minimum(np.floor((dst + off) * scale).astype(np.int64), n_in - 1)
-        w[rows, src] = 1.0
-    elif mode == "area":  # adaptive average pooling bins
-        for i in range(n_out):
-            lo, hi = (i * n_in) // n_out, -(-((i + 1) * n_in) // n_out)
-            w[i, lo:hi] = 1.0 / (hi - lo)
-    elif mode == "bicubic":
-        src = _source(dst, n_in, n_out, scale, align_corners)
+        return src[:, None], np.ones((n_out, 1))
+    if mode == "area":  # adaptive average pooling bins, padded with weight-0 repeats of `lo`
+        lo = (np.arange(n_out) * n_in) // n_out
+        hi = -(-((np.arange(n_out) + 1) * n_in) // n_out)
+        k = np.arange((hi - lo).max())
+        inside = k < (hi - lo)[:, None]
+        return (np.where(inside, lo[:, None] + k, lo[:, None]),
+                np.where(inside, 1.0 / (hi - lo)[:, None], 0.0))
+    src = _source(dst, n_in, n_out, scale, align_corners)
+    if mode == "bicubic":
         i0 = np.floor(src).astype(np.int64)
-        t = src - i0
-        for k in range(-1, 3):
-            np.add.at(w, (rows, np.clip(i0 + k, 0, n_in - 1)), _cubic(t - k))
-    else:  # linear family
-        src = np.maximum(_source(dst, n_in, n_out, scale, align_corners), 0.0)
-        i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
-        i1 = np.minimum(i0 + 1, n_in - 1)
-        lam = src - i0
-        np.add.at(w, (rows, i0), 1.0 - lam)
-        np.add.at(w, (rows, i1), lam)
-    return w
+        k = np.arange(-1, 3)
+        return np.clip(i0[:, None] + k, 0, n_in - 1), _cubic((src - i0)[:, None] - k)
+    if n_in == n_out:  # linear family, same size: a copy, not even 0 * the neighbour (PyTorch)
+        return np.arange(n_out)[:, None], np.ones((n_out, 1))
+    src = np.maximum(src, 0.0)
+    i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+    lam = src - i0
+    return np.stack([i0, np.minimum(i0 + 1, n_in - 1)], 1), np.stack([1.0 - lam, lam], 1)
 
 
-def _resample_impl(x, mats):
-    nd = len(mats)
-    for k, m in enumerate(mats):
-        axis = x.ndim - nd + k
-        if m is None:
+def _is_identity(idx, n_in):
+    """Whether the taps copy the axis unchanged (then the axis is skipped)."""
+    return idx.shape == (n_in, 1) and np.array_equal(idx[:, 0], np.arange(n_in))
+
+
+def _resample_impl(x, taps):
+    # A gather of the taps and a weighted sum over them, not a dense (out, in) matmul: 0 * nan
+    # in a matmul would put a NaN input into every output of its axis (and a NaN gradient into
+    # every input gradient), while a gather touches only the outputs that read it.
+    nd = len(taps)
+    for k, t in enumerate(taps):
+        if t is None:
             continue
-        # The weights take the dtype the op runs in (after autocast's cast), not the caller's.
-        w = const(m.T.astype(x.dtype))
-        x = matmul(x.swapaxes(axis, -1), w).swapaxes(axis, -1)
+        idx, w = t
+        axis = x.ndim - nd + k
+        src, x = x, None
+        # One gather per tap column, summed: cheaper than a reduction over a size-K axis.
+        for j in range(idx.shape[1]):
+            part = index_select(src, axis, idx[:, j])
+            if idx.shape[1] > 1:  # nearest has one tap of weight 1
+                # The weights take the dtype the op runs in (after autocast's cast).
+                wj = w[:, j].astype(src.dtype).reshape((-1,) + (1,) * (src.ndim - axis - 1))
+                part = part * const(wj)
+            x = part if x is None else x + part
     return x
 
 
@@ -142,21 +159,21 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         sizes = tuple(int(math.floor(n * f)) for n, f in zip(in_sizes, factors))
     if min(sizes) < 1:
         raise op_error(op, f"output size {sizes} must be positive", input=input.shape)
-    mats = []
+    taps = []
     for k in range(nd):
         n_in, n_out = in_sizes[k], int(sizes[k])
         if factors is not None and not recompute_scale_factor and mode != "area":
             scale = 1.0 / factors[k]
         else:
             scale = n_in / n_out
-        mats.append(_matrix(mode, n_in, n_out, scale, bool(align_corners)))
+        taps.append(_taps(mode, n_in, n_out, scale, bool(align_corners)))
     xp = get_array_module(input.data)
     dtype = input.dtype if input.dtype.kind == "f" or input.dtype.kind == "V" else np.float32
     if dtype != input.dtype:
         input = input.astype(dtype)
-    mats = [None if m.shape[0] == m.shape[1] and np.array_equal(m, np.eye(m.shape[0]))
-            else xp.asarray(m) for m in mats]
-    return _CLASSES[_ROW[mode]].apply(input, kw={"mats": mats})
+    taps = [None if _is_identity(i, n) else (xp.asarray(i), xp.asarray(w))
+            for (i, w), n in zip(taps, in_sizes)]
+    return _CLASSES[_ROW[mode]].apply(input, kw={"taps": taps})
 
 
 upsample = interpolate  # torch.nn.functional.upsample (deprecated alias)

@@ -7,7 +7,9 @@ from ..op_table import INF, NAN, ErrorInput, NonFinite, OpInfo, Sample, rand
 
 def _ref(x, axis=None, dim=None):
     axis = dim if axis is None else axis
-    return np.cumprod(x.reshape(-1) if axis is None else x, axis=axis or 0)
+    if axis is None:
+        return np.cumprod(x.reshape(-1))
+    return np.cumprod(x, axis=axis).reshape(x.shape)  # a 0-d input stays 0-d (PyTorch)
 
 
 _ZEROS = np.array([[0.5, 0.0, 2.0, 0.0], [1.5, -1.0, 0.0, 3.0]])
@@ -23,6 +25,8 @@ OPS = [
         # Exact gradient through zeros (the first zero of a slice and everything after it).
         Sample((_ZEROS,), {"axis": 1}, name="zeros"),
         Sample((rand(),), name="0d"),
+        Sample((rand(),), {"axis": 0}, name="0d_axis"),
+        Sample((rand(),), {"dim": -1}, name="0d_dim"),
         Sample((rand(0, 4),), {"axis": 0}, name="empty")), "fp32",
         gradgrad=True, ref=_ref,
         nonfinite=(NonFinite((np.array([1.0, NAN, 2.0]),), [1.0, NAN, NAN], {"axis": 0}),

@@ -1,7 +1,8 @@
 """Op-table entries for ``minigrad/functional/upsample.py``.
 
-Each mode is a composite over one matmul per axis (second derivative declared). The reference
-resamples one axis at a time with PyTorch's source-index formulas, tap by tap.
+Each mode is a composite over one gather and weighted sum per axis (second derivative
+declared). The reference resamples one axis at a time with PyTorch's source-index formulas, tap
+by tap.
 """
 
 import math
@@ -9,10 +10,6 @@ import math
 import numpy as np
 
 from ..op_table import NAN, ErrorInput, NonFinite, OpInfo, Sample, rand
-
-_NAN_ROW = ("interpolate spreads a NaN/inf input over its whole axis (the resampling matmul "
-            "computes 0 * nan = nan for every output); PyTorch keeps it to the outputs whose taps "
-            "read it")
 
 
 def _cubic(t, a=-0.75):
@@ -41,6 +38,8 @@ def _axis_taps(mode, n_in, n_out, scale, align):
                 i0 = math.floor(src)
                 t = src - i0
                 taps.append([(min(max(i0 + k, 0), n_in - 1), _cubic(t - k)) for k in (-1, 0, 1, 2)])
+            elif n_in == n_out:  # PyTorch copies a same-size axis in the linear modes
+                taps.append([(dst, 1.0)])
             else:
                 src = max(src, 0.0)
                 i0 = min(int(math.floor(src)), n_in - 1)
@@ -88,10 +87,17 @@ def _entry(name, samples, ref, row=None, nonfinite=None):
 _ROW = np.array([[[1.0, NAN, 2.0, 3.0]]])
 
 
-def _nan_case(kwargs, mode):
+def _nan_case(kwargs, mode, x=_ROW, align=None):
+    """A NaN (and an inf, from 2-D on) reaches only the outputs whose taps read it."""
     with np.errstate(invalid="ignore"):
-        expect = _resize(_ROW, **{"mode": mode, **kwargs})
-    return NonFinite((_ROW,), expect, kwargs, xfail=_NAN_ROW)
+        expect = _resize(x, **{"mode": mode, "align_corners": align, **kwargs})
+    return NonFinite((x,), expect, kwargs)
+
+
+def _grid(*spatial):
+    x = np.arange(float(np.prod(spatial))).reshape((1, 1) + spatial)
+    x.flat[1], x.flat[-2] = NAN, np.inf
+    return x
 
 
 _INTERP = [
@@ -129,16 +135,19 @@ OPS = [
     _entry("upsample_bilinear", [
         Sample((rand(1, 2, 3, 4),), {"size": (5, 6)}),
         Sample((rand(1, 2, 3, 4),), {"scale_factor": 2}, name="scale"),
-        Sample((rand(0, 2, 3, 4),), {"size": (5, 6)}, name="empty")], _fixed("bilinear", True)),
+        Sample((rand(0, 2, 3, 4),), {"size": (5, 6)}, name="empty")], _fixed("bilinear", True),
+        nonfinite=_nan_case({"size": (9, 11)}, "bilinear", _grid(5, 6), True)),
     _entry("upsample_bicubic", [
         Sample((rand(1, 2, 4, 4),), {"size": (6, 5)}),
         Sample((rand(1, 1, 4, 3),), {"size": (7, 5), "align_corners": True}, name="align"),
         Sample((rand(1, 1, 4, 4),), {"scale_factor": 0.5}, name="down"),
-        Sample((rand(0, 1, 4, 4),), {"size": (6, 5)}, name="empty")], _fixed("bicubic", False)),
+        Sample((rand(0, 1, 4, 4),), {"size": (6, 5)}, name="empty")], _fixed("bicubic", False),
+        nonfinite=_nan_case({"size": (11, 12)}, "bicubic", _grid(6, 7))),
     _entry("upsample_trilinear", [
         Sample((rand(1, 2, 2, 3, 2),), {"scale_factor": 2}),
         Sample((rand(1, 1, 2, 3, 2),), {"size": (3, 4, 3), "align_corners": True},
                name="align"),
         Sample((rand(0, 1, 2, 3, 2),), {"size": (3, 4, 3)}, name="empty")],
-        _fixed("trilinear", False)),
+        _fixed("trilinear", False),
+        nonfinite=_nan_case({"size": (7, 8, 9)}, "trilinear", _grid(4, 5, 6))),
 ]
