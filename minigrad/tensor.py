@@ -754,7 +754,8 @@ def _random_array(device, draw, dtype):
 
 def randn(*shape, dtype=float32, device=None, requires_grad=False) -> Tensor:
     """Standard normal samples from the global generator (see ``mg.manual_seed``)."""
-    arr = _random_array(device, lambda g: g.standard_normal(_shape(shape, "randn"), dtype=np.float32),
+    arr = _random_array(device,
+                        lambda g: g.standard_normal(_shape(shape, "randn"), dtype=np.float32),
                         dtype)
     return _created(arr, B.device_of(arr), requires_grad)
 

@@ -20,14 +20,16 @@ f16, f32, f64 = mg.float16, mg.float32, mg.float64
 # --------------------------------------------------------------------------- the reference lists
 # AMP_REFERENCE.md section 1, as data (upsample_* spelled out, "vector/matrix norms" named).
 LOWER = """conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d convolution
-    prelu addmm addmv addr matmul einsum mm mv linear addbmm baddbmm bmm chain_matmul linalg_multi_dot
-    lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell scaled_dot_product_attention""".split()
+    prelu addmm addmv addr matmul einsum mm mv linear addbmm baddbmm bmm chain_matmul
+    linalg_multi_dot lstm_cell gru_cell rnn_tanh_cell rnn_relu_cell
+    scaled_dot_product_attention""".split()
 FP32 = """acos asin cosh erfinv exp expm1 log log10 log2 log1p reciprocal rsqrt sinh tan pow
     softplus layer_norm group_norm norm cosine_similarity poisson_nll_loss cosine_embedding_loss
     nll_loss hinge_embedding_loss kl_div l1_loss smooth_l1_loss huber_loss mse_loss
     margin_ranking_loss multilabel_margin_loss soft_margin_loss triplet_margin_loss
     multi_margin_loss binary_cross_entropy_with_logits dist pdist cdist renorm logsumexp
-    upsample_nearest upsample_linear upsample_bilinear upsample_bicubic upsample_trilinear""".split()
+    upsample_nearest upsample_linear upsample_bilinear upsample_bicubic
+    upsample_trilinear""".split()
 FP32_OUTPUT = "prod softmax log_softmax cumprod cumsum sum vector_norm matrix_norm".split()
 PROMOTE = """addcdiv addcmul atan2 bilinear cross dot vdot grid_sample index_put tensordot
     scatter_add""".split()

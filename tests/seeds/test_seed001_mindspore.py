@@ -1,13 +1,13 @@
 """Seed 001 (MindSpore mixed-precision guide): both code samples verbatim, with only the framework
 name changed: ``mindspore`` -> ``minigrad``.
 
-Names the guide uses without importing them are bound as a MindSpore user would import them:
-``nn`` (``minigrad.nn``: ``Cell``, ``Conv2d(pad_mode=)``, ``Dense``, ``WithLossCell``, ...),
-``P`` (MindSpore's ``ops.operations``; ``P.Flatten`` is ``minigrad.nn.Flatten``), ``Tensor``,
-``mstype`` (the dtypes: ``minigrad.float32``), ``MSELoss``, ``Momentum`` (``minigrad.optimizer``),
+Names the guide uses without importing them are bound as a MindSpore user would import them: ``nn``
+(``minigrad.nn``: ``Cell``, ``Conv2d(pad_mode=)``, ``Dense``, ``WithLossCell``, ...), ``P``
+(MindSpore's ``ops.operations``; ``P.Flatten`` is ``minigrad.nn.Flatten``), ``Tensor``, ``mstype``
+(the dtypes: ``minigrad.float32``), ``MSELoss``, ``Momentum`` (``minigrad.optimizer``),
 ``TrainOneStepWithLossScaleCell``; ``from mindspore.train import amp`` stays as written
-(``minigrad.train`` re-exports ``amp``). The guide builds ``predict`` but calls ``train_network(inputs, ...)`` (a NameError in
-MindSpore too); here ``inputs = predict``.
+(``minigrad.train`` re-exports ``amp``). The guide builds ``predict`` but calls
+``train_network(inputs, ...)`` (a NameError in MindSpore too); here ``inputs = predict``.
 
 Claims asserted: ``build_train_network(level="O2")`` casts the network to float16 (fp32 master
 weights, float32 loss), returns MindSpore's ``(loss, overflow, scale)`` and trains; the manual

@@ -2,9 +2,10 @@
 (``flow.optim.SGD``, ``flow.amp.GradScaler``, ``flow.nn.Graph`` as written).
 
 The guide's labels are ``flow.ones(128, 1, dtype=flow.int64)`` for ``(128, 10)`` logits: integer
-``(N, 1)`` targets are read as ``(N,)`` class indices, as OneFlow does (a float ``(N, 1)``
-target stays a shape error, asserted below). The guide runs 100 iterations; the tests run 20-30 and check that the loss falls and that the gradient scaler's
-settings are the ones the guide passes (the graph gives the scaler OneFlow's floor of 1).
+``(N, 1)`` targets are read as ``(N,)`` class indices, as OneFlow does (a float ``(N, 1)`` target
+stays a shape error, asserted below). The guide runs 100 iterations; the tests run 20-30 and check
+that the loss falls and that the gradient scaler's settings are the ones the guide passes (the
+graph gives the scaler OneFlow's floor of 1).
 """
 
 import pytest
