@@ -34,9 +34,15 @@ other code can be handed memory that a replay writes to.
 
 from __future__ import annotations
 
-from . import cublas_gemm, cuda_available, cupy
+import contextlib
+import contextvars
 
-__all__ = ["CaptureError", "CapturedStep", "capture", "supported", "is_capturing"]
+import numpy as np
+
+from . import cublas_gemm, cuda_available, cupy, sync_debug
+
+__all__ = ["CaptureError", "CapturedStep", "capture", "supported", "is_capturing",
+           "CUDA_BACKEND", "NUMPY_TWIN", "backend_for", "cpu_twin"]
 
 
 class CaptureError(RuntimeError):
@@ -88,15 +94,7 @@ class CapturedStep:
         Returns:
             ``self.output``, whose arrays now hold this replay's results.
         """
-        if len(inputs) != len(self.static_inputs):
-            raise ValueError(f"CapturedStep.replay: captured with {len(self.static_inputs)} "
-                             f"inputs, called with {len(inputs)}")
-        for i, (dst, src) in enumerate(zip(self.static_inputs, inputs)):
-            if src.shape != dst.shape or src.dtype != dst.dtype:
-                raise ValueError(
-                    f"CapturedStep.replay: input {i} is {src.dtype}{tuple(src.shape)} but the "
-                    f"graph was captured for {dst.dtype}{tuple(dst.shape)}; CUDA graphs need "
-                    "static shapes: capture another graph for this shape or run eagerly")
+        _check_inputs(self.static_inputs, inputs)
         with self._device:
             caller = cupy.cuda.get_current_stream()
             self._stream.wait_event(caller.record())  # inputs were produced on the caller's
@@ -108,6 +106,18 @@ class CapturedStep:
             caller.wait_event(self._stream.record())  # results visible to the caller's stream
         self.replays += 1
         return self.output
+
+
+def _check_inputs(static, inputs) -> None:
+    if len(inputs) != len(static):
+        raise ValueError(f"CapturedStep.replay: captured with {len(static)} inputs, called with "
+                         f"{len(inputs)}")
+    for i, (dst, src) in enumerate(zip(static, inputs)):
+        if src.shape != dst.shape or src.dtype != dst.dtype:
+            raise ValueError(
+                f"CapturedStep.replay: input {i} is {src.dtype}{tuple(src.shape)} but the graph "
+                f"was captured for {dst.dtype}{tuple(dst.shape)}; CUDA graphs need static "
+                "shapes: capture another graph for this shape or run eagerly")
 
 
 def _abort_capture(stream):
@@ -183,3 +193,120 @@ def capture(fn, static_inputs=(), *, warmup: int = 1) -> CapturedStep:
                                    "synchronised", warm) from e
         caller.wait_event(stream.record())
     return CapturedStep(graph, stream, pool, static_inputs, out, warm, device)
+
+
+# ----------------------------------------------------------------------------- backends
+# ``nn.Graph`` talks to a capture backend object, so everything around the capture (signature
+# cache, fallback decisions, static input buffers, output reuse) runs on the CPU against the
+# NumPy twin below and on the GPU against the real thing, through one code path.
+
+
+class _CudaBackend:
+    """Real CUDA graphs (CuPy arrays)."""
+
+    name = "cuda"
+
+    @staticmethod
+    def capture(fn, static_inputs, *, warmup=1):
+        return capture(fn, static_inputs, warmup=warmup)
+
+
+def _tensors(out) -> list:
+    """The Tensors of a step's output (a Tensor, or nested tuples/lists/dicts of them)."""
+    from ..tensor import Tensor  # the tensor layer sits above the backend: imported on use
+
+    if isinstance(out, Tensor):
+        return [out]
+    if isinstance(out, dict):
+        out = list(out.values())
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in _tensors(o)]
+    return []
+
+
+class TwinStep:
+    """The NumPy twin of :class:`CapturedStep`: "recording" keeps the Python step; a replay
+    copies the inputs into the static buffers, calls the step again on them (with host reads
+    turned into errors: a real replay runs no Python, so a step that reads a value back could
+    not have been captured) and copies its results into the first replay's output arrays, so
+    callers see the same objects refilled, as with a real graph."""
+
+    def __init__(self, fn, static_inputs, warmup_output):
+        self._fn = fn
+        self.static_inputs = static_inputs
+        self.warmup_output = warmup_output
+        self.output = None
+        self.replays = 0
+
+    def replay(self, *inputs):
+        _check_inputs(self.static_inputs, inputs)
+        for dst, src in zip(self.static_inputs, inputs):
+            if src is not dst:
+                np.copyto(dst, src)
+        token = sync_debug.sync_mode.set(2)
+        try:
+            out = self._fn()
+        except RuntimeError as e:
+            if "device-to-host read" not in str(e):
+                raise
+            raise CaptureError(f"the step reads a device value on the host ({e}); a CUDA graph "
+                               "cannot contain that") from e
+        finally:
+            sync_debug.sync_mode.reset(token)
+        if self.output is None:
+            self.output = out
+        else:
+            static, new = _tensors(self.output), _tensors(out)
+            if [(t.shape, t.dtype) for t in static] != [(t.shape, t.dtype) for t in new]:
+                raise CaptureError("the step's outputs changed shape or dtype between replays; "
+                                   "a CUDA graph writes the same output arrays every time")
+            for dst, src in zip(static, new):
+                np.copyto(dst.data, src.data)
+        self.replays += 1
+        return self.output
+
+
+class _NumpyTwin:
+    """CPU stand-in for :data:`CUDA_BACKEND` (tests): same protocol, NumPy arrays."""
+
+    name = "numpy-twin"
+
+    @staticmethod
+    def capture(fn, static_inputs, *, warmup=1):
+        static_inputs = list(static_inputs)
+        for i, a in enumerate(static_inputs):
+            if type(a) is not np.ndarray:
+                raise CaptureError(f"capture (NumPy twin): static input {i} is a "
+                                   f"{type(a).__name__}, not a NumPy array")
+        warm = None
+        for _ in range(warmup):
+            warm = fn()
+        return TwinStep(fn, static_inputs, warm)
+
+
+CUDA_BACKEND = _CudaBackend()
+NUMPY_TWIN = _NumpyTwin()
+_twin_on: contextvars.ContextVar = contextvars.ContextVar("minigrad_capture_twin", default=False)
+
+
+@contextlib.contextmanager
+def cpu_twin():
+    """Let steps on NumPy arrays be "captured" by the NumPy twin (tests of capture logic)."""
+    token = _twin_on.set(True)
+    try:
+        yield
+    finally:
+        _twin_on.reset(token)
+
+
+def backend_for(arrays):
+    """The capture backend for a step over ``arrays``, or None (run eagerly, nothing to say):
+    CUDA for CuPy arrays on a machine with a GPU, the NumPy twin for NumPy arrays inside
+    :func:`cpu_twin`. Mixed or empty input lists get None."""
+    if not arrays:
+        return None
+    if all(type(a) is np.ndarray for a in arrays):
+        return NUMPY_TWIN if _twin_on.get() else None
+    if supported() and all(isinstance(a, cupy.ndarray) for a in arrays):
+        return CUDA_BACKEND
+    return None

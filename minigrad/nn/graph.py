@@ -20,10 +20,15 @@ inside it does the scaled backward; then the graph unscales, checks for inf/NaN,
 optimizer (skipped on overflow), steps the lr schedulers, updates the scale and zeroes the
 gradients, and returns what ``build`` returned.
 
-minigrad executes the graph eagerly. ``_run_one_step`` is the whole step with nothing else mixed
-in, and every call's input signature (shapes, dtypes, devices) is recorded, so a GPU backend can
-capture that method into a CUDA graph after its first eager run and replay it for inputs of a
-recorded signature (the hook point is marked in the code).
+On the GPU the step runs as a CUDA graph (``config.enable_cuda_graph``, on by default): the
+first call runs ``_run_one_step`` eagerly as the warm-up and captures it for that call's input
+signature (shapes, dtypes, devices); later calls with that signature copy their inputs into the
+graph's static input buffers and replay it, returning the same output Tensors refilled. A step
+that cannot be captured runs eagerly with one warning naming why: a GradScaler that reads its
+found-inf flag on the host (use ``amp.GradScaler(sync_free=True)``), lr schedulers (host values
+frozen at capture), Tensor keyword arguments, a different input signature than the captured one,
+or a capture CUDA refused. On the CPU every call is eager (``_backend.cuda_graph.cpu_twin()``
+lets tests drive the same logic with a NumPy stand-in of the capture).
 
 How ``loss.backward()`` gets scaled: while ``build`` runs, the graph installs its scaled
 backward in ``minigrad.tensor.backward_override``, which ``Tensor.backward`` defers to.
@@ -37,11 +42,13 @@ what it says or is a documented no-op of eager execution, never an AttributeErro
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 
 import numpy as np
 
 from .. import functional as F
+from .._backend import cuda_graph
 from .._backend.dtypes import bfloat16, float16, normalize_dtype
 from ..tensor import Tensor, backward_override
 from .module import Module
@@ -74,7 +81,8 @@ class _Run:
 class GraphConfig:
     """``graph.config``: the options a OneFlow user sets on an ``nn.Graph``.
 
-    Acting in minigrad: ``enable_amp``, ``set_gradient_accumulation_steps``. Accepted, recorded
+    Acting in minigrad: ``enable_amp``, ``set_gradient_accumulation_steps``,
+    ``enable_cuda_graph``. Accepted, recorded
     and documented no-ops of eager execution (the result is the same with or without them):
     ``allow_fuse_add_to_output``, ``allow_fuse_model_update_ops``, ``allow_fuse_cast_scale``
     (minigrad's unscale is already one fused multiply + check per dtype group),
@@ -91,6 +99,12 @@ class GraphConfig:
         self.fuse_cast_scale = False
         self.zero = None                 # (stage, shard_min_size, shard_restore_level) or None
         self.cudnn_conv_heuristic_search_algo = True
+        self.cuda_graph = True
+
+    def enable_cuda_graph(self, mode: bool = True) -> None:
+        """Run the step as a CUDA graph on the GPU (default on; OneFlow's default is off):
+        ``False`` keeps every call eager. No effect on the CPU."""
+        self.cuda_graph = bool(mode)
 
     def enable_amp(self, mode: bool = True, *, dtype=float16) -> None:
         """Run ``build`` under ``amp.autocast(dtype=dtype)`` (``"float16"`` or ``"bfloat16"``)."""
@@ -181,7 +195,9 @@ class Graph:
         d["_lr_schedulers"] = []
         d["_grad_scaler"] = None
         d["config"] = GraphConfig()
-        d["_signatures"] = {}   # input signature -> number of calls (for CUDA-graph capture)
+        d["_signatures"] = {}   # input signature -> number of calls
+        d["_captured"] = None   # (signature, captured step) once a CUDA graph exists
+        d["_capture_warned"] = set()
 
     def __setattr__(self, name, value):
         if "_modules" not in self.__dict__:
@@ -249,12 +265,80 @@ class Graph:
         sig = tuple((tuple(a.shape), str(a.dtype), a.device) if isinstance(a, Tensor)
                     else type(a).__name__ for a in args)
         self._signatures[sig] = self._signatures.get(sig, 0) + 1
+        backend = self._capture_backend(sig, args, kwargs)
+        if backend is None:
+            return self._run_one_step(args, kwargs)
+        return self._captured_call(backend, sig, args, kwargs)
+
+    # ------------------------------------------------------------------ CUDA graph
+    def _warn_capture(self, reason: str) -> None:
+        if reason not in self._capture_warned:
+            self._capture_warned.add(reason)
+            warnings.warn(f"{type(self).__name__}: running the step eagerly, not as a CUDA "
+                          f"graph: {reason}", RuntimeWarning, stacklevel=4)
+
+    def _capture_backend(self, sig, args, kwargs):
+        """The capture backend for this call, or None to run it eagerly (warning once why,
+        unless capture is off or the inputs are not on a device that captures)."""
+        if not self.config.cuda_graph:
+            return None
+        backend = cuda_graph.backend_for([a.data for a in args if isinstance(a, Tensor)])
+        if backend is None:
+            return None
+        scaler = self._grad_scaler if self.training else None
+        reason = None
+        if scaler is not None and scaler.is_enabled() and not getattr(scaler, "_sync_free",
+                                                                      False):
+            reason = (f"{type(scaler).__name__} reads its found-inf flag on the host every step; "
+                      "set a sync-free scaler (amp.GradScaler(..., sync_free=True))")
+        elif self._lr_schedulers:
+            reason = ("lr schedulers change the learning rate on the host, which a graph would "
+                      "replay frozen; step the schedule outside the graph or disable "
+                      "config.enable_cuda_graph")
+        elif any(isinstance(v, Tensor) for v in kwargs.values()):
+            reason = "Tensor keyword arguments are not captured; pass Tensors positionally"
+        elif self._captured is not None and self._captured[0] != sig:
+            reason = (f"inputs {sig} differ from the captured signature {self._captured[0]}; "
+                      "CUDA graphs need static shapes and dtypes")
+        if reason is not None:
+            self._warn_capture(reason)
+            return None
+        return backend
+
+    def _captured_call(self, backend, sig, args, kwargs):
+        arrays = [a.data for a in args if isinstance(a, Tensor)]
+        if self._captured is not None:
+            step = self._captured[1]
+            if step is None:                  # capture failed for this signature: eager
+                return self._run_one_step(args, kwargs)
+            try:
+                return step.replay(*arrays)
+            except cuda_graph.CaptureError as e:  # only the NumPy twin detects errors this late
+                return self._capture_failed(sig, e, args, kwargs)
+        # First call with this signature: the warm-up inside capture() is this call's step, run
+        # on copies that become the graph's static input buffers.
+        static_args = tuple(Tensor._make(a.data.copy(), a.requires_grad, None, 0)
+                            if isinstance(a, Tensor) else a for a in args)
+        static = [a.data for a in static_args if isinstance(a, Tensor)]
+        try:
+            step = backend.capture(lambda: self._run_one_step(static_args, kwargs), static,
+                                   warmup=1)
+        except cuda_graph.CaptureError as e:
+            return self._capture_failed(sig, e, args, kwargs)
+        self.__dict__["_captured"] = (sig, step)
+        return step.warmup_output
+
+    def _capture_failed(self, sig, error, args, kwargs):
+        self.__dict__["_captured"] = (sig, None)
+        self._warn_capture(f"capture failed: {error}")
+        for opt in self._optimizers:          # drop gradients the failed attempt left behind
+            opt.zero_grad()
+        if getattr(error, "warmup_output", None) is not None:
+            return error.warmup_output        # the warm-up already did this call's step
         return self._run_one_step(args, kwargs)
 
     def _run_one_step(self, args, kwargs):
-        # CUDA-graph hook point: everything one step does happens in this method, and inputs
-        # of a signature seen in self._signatures have static shapes, so a GPU backend can
-        # capture this body (after one eager warm-up call) and replay it.
+        # Everything one step does happens in this method: it is what a CUDA graph captures.
         scaler = self._grad_scaler if self.training else None
         n = self.config.gradient_accumulation_steps
         run = _Run(scaler, 1.0 / n)
