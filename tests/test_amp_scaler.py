@@ -870,3 +870,117 @@ def test_sync_free_with_an_optimizer_wrapper_without_found_inf():
     (w0, h0), (w1, h1) = run(False), run(True)
     np.testing.assert_array_equal(w0, w1)
     assert h0 == h1 == [False, True, False]
+
+
+# ----------------------------------------------------------------------------- in-place unscale
+from minigrad._backend import fused as _fused  # noqa: E402
+from minigrad._backend.dtypes import bfloat16 as _bf16  # noqa: E402
+
+_INPLACE_DTYPES = [np.float32, np.float64, _bf16, np.float16]
+
+
+def _bits(a):
+    return np.ascontiguousarray(a).view(f"u{a.dtype.itemsize}")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(range(4)),
+                          st.lists(st.integers(0, 4), min_size=0, max_size=3),
+                          st.sampled_from([None, np.inf, -np.inf, np.nan])),
+                min_size=1, max_size=6),
+       st.sampled_from([2.0 ** -16, 2.0 ** -3, 1.0 / 3.0, 1e-30, 2.0 ** 20]),
+       st.integers(0, 2 ** 31))
+def test_inplace_unscale_bit_identical_to_out_of_place(specs, inv, seed):
+    rng = np.random.default_rng(seed)
+    grads = []
+    for d, shape, special in specs:
+        g = np.asarray((rng.standard_normal(shape) * 1e3).astype(_INPLACE_DTYPES[d]))
+        if special is not None and g.size:
+            g.reshape(-1)[rng.integers(g.size)] = special
+        grads.append(g)
+    ref, ref_found = _fused.unscale_and_check(grads, inv)
+    flag = np.ones((), np.int32)          # stale value from a previous call: overwritten
+    work = [g.copy() for g in grads]
+    ids = [id(w) for w in work]
+    _fused.unscale_inplace_and_check(work, inv, flag)
+    assert [id(w) for w in work] == ids and int(flag) == int(ref_found)
+    for w, r in zip(work, ref):
+        assert w.dtype == r.dtype and w.shape == r.shape
+        np.testing.assert_array_equal(_bits(w), _bits(r))
+
+
+def test_mt_table_indexing_covers_every_element_once():
+    """The multi-tensor kernel's element -> (tensor, offset) search, run in Python."""
+    arrs = [np.zeros(n, np.float32) for n in (3, 0, 1, 5)]
+    arrs = [a for a in arrs if a.size]    # the CuPy wrapper drops empty arrays first
+    table = _fused.mt_table(arrs)
+    n = len(arrs)
+    assert list(table[:n]) == [a.ctypes.data for a in arrs]
+    ends, seen = table[n:], []
+    for i in range(int(ends[-1])):
+        lo, hi = 0, n - 1
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if ends[mid] > i:
+                hi = mid
+            else:
+                lo = mid + 1
+        seen.append((lo, i - (ends[lo - 1] if lo else 0)))
+    assert seen == [(t, j) for t, a in enumerate(arrs) for j in range(a.size)]
+
+
+def _scaled_step(loss_fn, params, scale=1024.0):
+    scaler = amp.GradScaler(init_scale=scale)
+    opt = SGD(params, lr=0.0)
+    scaler.scale(loss_fn()).backward()
+    before = [p.grad.data for p in params]
+    scaler.unscale_(opt)
+    return scaler, before
+
+
+@pytest.mark.parametrize("sync_free", [False, True])
+def test_unscale_is_in_place_with_one_reused_flag(sync_free):
+    w = mg.tensor(np.arange(6, dtype=np.float32).reshape(2, 3), requires_grad=True)
+    b = mg.tensor(np.float32(2.0), requires_grad=True)               # a 0-d parameter
+    w64 = mg.tensor(np.ones(3), requires_grad=True)                  # a float64 one
+    scaler = amp.GradScaler(init_scale=256.0, sync_free=sync_free)
+    opt = SGD([w, b, w64], lr=0.0)
+    flags = []
+    for _ in range(2):
+        scaler.scale((w * w).sum() * b + (w64 * 3.0).sum()).backward()
+        arrays = [p.grad.data for p in (w, b, w64)]
+        scaler.unscale_(opt)
+        assert all(p.grad.data is a for p, a in zip((w, b, w64), arrays))   # no copy
+        flags.append(scaler._unscale_flags["cpu"])
+        np.testing.assert_array_equal(w.grad.numpy(), 2 * w.numpy() * 2.0)
+        assert float(b.grad.item()) == float((w.numpy() ** 2).sum())
+        np.testing.assert_array_equal(w64.grad.numpy(), np.full(3, 3.0))
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad()
+    assert flags[0] is flags[1]
+
+
+def test_shared_gradient_arrays_are_unscaled_once():
+    """``a + b`` hands both leaves one dy, a reshape hands a view of it: no double unscale."""
+    a = mg.tensor(np.ones((2, 3), np.float32), requires_grad=True)
+    b = mg.tensor(np.ones((2, 3), np.float32), requires_grad=True)
+    c = mg.tensor(np.ones(6, np.float32), requires_grad=True)
+    d = mg.tensor(np.ones((2, 3), np.float32), requires_grad=True)   # an unshared gradient
+    scaler, before = _scaled_step(
+        lambda: ((a + b + c.reshape(2, 3)) * 5.0).sum() + (d * 7.0).sum(), [a, b, c, d])
+    for t in (a, b):
+        np.testing.assert_array_equal(t.grad.numpy(), np.full((2, 3), 5.0))
+    np.testing.assert_array_equal(c.grad.numpy(), np.full(6, 5.0))
+    np.testing.assert_array_equal(d.grad.numpy(), np.full((2, 3), 7.0))
+    assert d.grad.data is before[3]
+
+
+def test_inplace_split_rules():
+    base = np.ones(4, np.float32)
+    own = np.ones(3, np.float32)
+    ro = np.ones(2, np.float32)
+    ro.flags.writeable = False
+    grads = [base, base[:2], own, ro, np.ones(3, np.float32), np.ones((3, 2), np.float32).T]
+    inplace, copied = grad_scaler._inplace_safe(grads, [False, False, False, False, True, False])
+    assert inplace == [2] and copied == [0, 1, 3, 4, 5]

@@ -24,7 +24,8 @@ import numpy as np
 from . import cupy
 from .dtypes import float32, float64
 
-__all__ = ["use_fused", "unscale_and_check", "sgd_update", "adam_update", "scale_update"]
+__all__ = ["use_fused", "unscale_and_check", "unscale_inplace_and_check", "sgd_update",
+           "adam_update", "scale_update"]
 
 _ndarray = np.ndarray
 
@@ -152,6 +153,117 @@ def _unscale_cupy(grads, inv_scale):
         for f in flags[1:]:  # gradients on several GPUs: fold the flags onto the first one
             found |= cupy.asarray(f)
     return out, found.reshape(())
+
+
+# ----------------------------------------------------------------------------- in place
+def unscale_inplace_and_check(grads, inv_scale, found) -> None:
+    """Multiply every gradient by ``inv_scale`` in place; set ``found`` to 1 if any result is
+    inf/NaN, else 0.
+
+    Same arithmetic as :func:`unscale_and_check` (bit-identical results), without its
+    concatenated copy and without a new flag array: on the GPU one multi-tensor kernel per
+    dtype walks all gradients of that dtype through a table of their addresses.
+
+    Args:
+        grads: C-contiguous, writable arrays on one device, no two sharing memory (the caller
+            guarantees it: two aliases would be unscaled twice).
+        inv_scale: as for :func:`unscale_and_check`.
+        found: the caller's reusable 0-d int32 flag on the gradients' device (overwritten).
+    """
+    if use_fused(found):
+        _unscale_inplace_cupy(grads, inv_scale, found)
+        return
+    found[...] = 0
+    with np.errstate(over="ignore", invalid="ignore"):
+        for g in grads:
+            if g.dtype == float64:
+                np.multiply(g, inv_scale, out=g)
+            elif g.dtype == float32:
+                np.multiply(g, np.float32(inv_scale), out=g)
+            else:  # float16/bfloat16: compute in float32, round once
+                g[...] = (g.astype(float32) * np.float32(inv_scale)).astype(g.dtype)
+            if not np.isfinite(g).all():
+                found[...] = 1
+
+
+# Multi-tensor kernel: thread i finds its tensor by binary search over the running element
+# counts ``ends`` and unscales one element of it (grid-stride loop over all elements).
+_MT_SRC = r"""
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+extern "C" __global__ void minigrad_unscale_mt(const long long* table, int n_tensors,
+                                               long long total, const {C}* inv_p, int* found) {
+  const long long* ends = table + n_tensors;
+  const {C} inv = inv_p[0];
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+       i += (long long)gridDim.x * blockDim.x) {
+    int lo = 0, hi = n_tensors - 1;
+    while (lo < hi) {
+      int mid = (lo + hi) >> 1;
+      if (ends[mid] > i) hi = mid; else lo = mid + 1;
+    }
+    {T}* p = reinterpret_cast<{T}*>(table[lo]);
+    long long j = i - (lo ? ends[lo - 1] : 0);
+    {C} v = static_cast<{C}>(p[j]) * inv;
+    {T} u = static_cast<{T}>(v);
+    p[j] = u;
+    if (!isfinite(static_cast<{C}>(u))) found[0] = 1;
+  }
+}
+"""
+_CTYPES = {"float16": "__half", "bfloat16": "__nv_bfloat16", "float32": "float",
+           "float64": "double"}
+_mt_kernels: dict = {}
+_capture_tables: list = []  # address tables recorded into CUDA graphs: alive as long as they
+
+
+def mt_table(grads) -> np.ndarray:
+    """The kernel's int64 table: addresses of ``grads``, then their running element counts."""
+    ptrs = [g.data.ptr if use_fused(g) else g.ctypes.data for g in grads]
+    return np.array(ptrs + list(np.cumsum([g.size for g in grads])), np.int64)
+
+
+def _mt_kernel(dtype):
+    k = _mt_kernels.get(dtype)
+    if k is None:
+        c = "double" if dtype == float64 else "float"
+        src = _MT_SRC.replace("{C}", c).replace("{T}", _CTYPES[np.dtype(dtype).name])
+        k = _mt_kernels[dtype] = cupy.RawKernel(src, "minigrad_unscale_mt")
+    return k
+
+
+def _device_table(host):
+    """``host`` on the device. During a CUDA graph capture the copy is recorded from pinned
+    memory that stays allocated (the graph re-reads it at every replay); eagerly a plain copy."""
+    if not cupy.cuda.get_current_stream().is_capturing():
+        return cupy.asarray(host)
+    pinned = cupy.cuda.alloc_pinned_memory(host.nbytes)
+    staged = np.frombuffer(pinned, np.int64, host.size)
+    staged[:] = host
+    table = cupy.empty(host.size, np.int64)
+    table.set(staged, stream=cupy.cuda.get_current_stream())
+    _capture_tables.append((pinned, table))
+    return table
+
+
+def _unscale_inplace_cupy(grads, inv_scale, found):
+    groups: dict = {}
+    for g in grads:
+        groups.setdefault(g.dtype, []).append(g)
+    with found.device:
+        found.fill(0)
+        for dtype, arrs in groups.items():
+            arrs = [g for g in arrs if g.size]
+            if not arrs:
+                continue
+            cdt = float64 if dtype == float64 else float32
+            inv = (inv_scale.astype(cdt).reshape(1) if use_fused(inv_scale)
+                   else cupy.full(1, inv_scale, cdt))
+            host = mt_table(arrs)
+            total = int(host[-1])
+            blocks = min((total + 255) // 256, 4096)
+            _mt_kernel(dtype)((blocks,), (256,), (_device_table(host), np.int32(len(arrs)),
+                                                  np.int64(total), inv, found))
 
 
 # ----------------------------------------------------------------------------- SGD

@@ -75,6 +75,43 @@ def _takes_found_inf(optimizer) -> bool:
         return False
 
 
+def _buffer(a):
+    """The allocation ``a`` lives in (the same object for every view of it)."""
+    if type(a) is np.ndarray:
+        while isinstance(a.base, np.ndarray):
+            a = a.base
+        return a if a.base is None else a.base
+    return a.data.mem
+
+
+def _inplace_safe(grads, in_graph):
+    """Split gradient indices into those safe to unscale in place and the rest.
+
+    In place only for an array that owns its memory, is writable and C-contiguous, is not part
+    of a differentiable graph (``create_graph`` gradients), and shares its allocation with no
+    other gradient of this call: the engine hands one gradient array to several leaves (``a +
+    b`` gives both the same ``dy``) or views of one array (a reshape of it), and such an array
+    would be unscaled twice. The arrays are alive during the call, so ids are unique.
+    """
+    counts: dict = {}
+    keys = []
+    for g in grads:
+        k = id(_buffer(g))
+        keys.append(k)
+        counts[k] = counts.get(k, 0) + 1
+    inplace, copied = [], []
+    device = None
+    for i, g in enumerate(grads):
+        ok = (counts[keys[i]] == 1 and g.base is None and g.flags.c_contiguous
+              and getattr(g.flags, "writeable", True) and not in_graph[i])
+        if ok:  # one device per multi-tensor launch; gradients elsewhere (rare) are copied
+            d = B.device_of(g)
+            device = d if device is None else device
+            ok = d == device
+        (inplace if ok else copied).append(i)
+    return inplace, copied
+
+
 class _ByObject:
     """Per-iteration values keyed by object identity; a weakref proves the key is the same
     object (an id alone is reused by the next object allocated at that address)."""
@@ -464,11 +501,11 @@ class GradScaler:
             inv = 1.0 / self._host_scale
         found = xp.zeros((), np.int32)
         if grads:
-            # One fused multiply + inf/NaN flag per dtype group (_backend/fused.py): new arrays,
-            # not in place, since the engine may share one gradient between parameters.
-            unscaled, found = self._unscale_arrays(grads, inv)
-            for p, u in zip(owners, unscaled):
-                p.grad = _make(u, False, None, 0)
+            unscaled, found = self._unscale_arrays(grads, inv,
+                                                   [p.grad.requires_grad for p in owners])
+            for p, g, u in zip(owners, grads, unscaled):
+                if u is not g:
+                    p.grad = _make(u, False, None, 0)
         bad = xp.zeros((), np.int32)
         for a in losses:
             bad = bad | ~xp.isfinite(a).all()
@@ -481,16 +518,42 @@ class GradScaler:
         self._loss_nonfinite = self._loss_nonfinite or bool(l_bad)
         return bool(g_bad) if grads else None
 
-    @staticmethod
-    def _unscale_arrays(grads, inv):
+    def _unscale_arrays(self, grads, inv, in_graph):
+        """Unscale ``grads``: in place (one multi-tensor kernel per dtype, this scaler's reused
+        flag) where that is safe, new arrays (``fused.unscale_and_check``) for the rest.
+
+        Returns ``(arrays, found)``; an array unscaled in place is returned as itself.
+        """
         if isinstance(inv, float):
+            pass
+        elif type(inv) is np.ndarray:
+            # sync-free: the inverse scale is a device array; the NumPy twin multiplies by its
+            # value as a NumPy scalar (no host read: a NumPy array is already on the host), CuPy
+            # kernels take it as a 0-d device array.
+            inv = inv[0]
+        else:
+            inv = inv.reshape(())
+        inplace, copied = _inplace_safe(grads, in_graph)
+        if not inplace:
             return fused.unscale_and_check(grads, inv)
-        # sync-free: the inverse scale is a device array; the NumPy twin multiplies by its
-        # value as a NumPy scalar (no host read: a NumPy array is already on the host), CuPy
-        # kernels take it per dtype group as a 0-d device array.
-        if type(inv) is np.ndarray:
-            return fused.unscale_and_check(grads, inv[0])
-        return fused.unscale_and_check(grads, inv.reshape(()))
+        flag = self._flag_like(grads[inplace[0]])
+        fused.unscale_inplace_and_check([grads[i] for i in inplace], inv, flag)
+        out = list(grads)
+        if copied:
+            unscaled, found = fused.unscale_and_check([grads[i] for i in copied], inv)
+            for i, u in zip(copied, unscaled):
+                out[i] = u
+            flag = flag | found.reshape(())
+        return out, flag
+
+    def _flag_like(self, array):
+        """This scaler's reusable 0-d int32 found-inf flag on ``array``'s device."""
+        flags = self.__dict__.setdefault("_unscale_flags", {})
+        key = B.device_of(array)
+        f = flags.get(key)
+        if f is None:
+            f = flags[key] = B.get_array_module(array).zeros((), np.int32)
+        return f
 
     def unscale(self, grad_tensors):
         """MegEngine: unscale ``t.grad`` of each tensor; on inf/NaN drop every one of them.
