@@ -984,3 +984,22 @@ def test_inplace_split_rules():
     grads = [base, base[:2], own, ro, np.ones(3, np.float32), np.ones((3, 2), np.float32).T]
     inplace, copied = grad_scaler._inplace_safe(grads, [False, False, False, False, True, False])
     assert inplace == [2] and copied == [0, 1, 3, 4, 5]
+
+
+@pytest.mark.skipif(not mg.cuda.is_available(), reason="needs a GPU")
+def test_inplace_unscale_gpu_kernel_matches_numpy():
+    import cupy
+
+    rng = np.random.default_rng(0)
+    host = [np.asarray((rng.standard_normal(s) * 1e3).astype(d))
+            for s, d in [((5, 7), np.float32), ((), np.float64), ((300,), _bf16),
+                         ((4, 4), np.float16), ((1000,), np.float32), ((0,), np.float32)]]
+    host[4][17] = np.inf
+    dev = [cupy.asarray(h) for h in host]
+    flag = cupy.ones((), np.int32)
+    _fused.unscale_inplace_and_check(dev, 2.0 ** -10, flag)
+    ref_flag = np.zeros((), np.int32)
+    _fused.unscale_inplace_and_check(host, 2.0 ** -10, ref_flag)
+    assert int(flag.get()) == int(ref_flag) == 1
+    for d, h in zip(dev, host):
+        np.testing.assert_array_equal(_bits(d.get()), _bits(h))

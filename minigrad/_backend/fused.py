@@ -1,7 +1,7 @@
 """Fused per-step kernels: AMP unscale + inf/NaN check, SGD and Adam parameter updates.
 
-On the GPU each is one CuPy ``ElementwiseKernel`` launch (per dtype group for the unscale, per
-parameter for the updates) instead of the ~10 small launches the composed array code makes. The
+On the GPU each is one kernel launch (per dtype group for the unscale, in place through a table
+of gradient addresses or over one concatenated copy; per parameter for the updates) instead of the ~10 small launches the composed array code makes. The
 NumPy functions here are the reference semantics of those kernels and the CPU path: same
 signatures, same arithmetic order, same dtype rules, so the CPU tests verify the formulas that the
 GPU kernels implement.
