@@ -220,7 +220,10 @@ def conv_forward(x, w, b, out_hw, stride, padding, dilation, groups, keep_cols=F
     layout = geo.layout()
     cols = layout.cols(x)
     y = layout.to_nchw(_gemm(w.reshape(groups, geo.o // groups, geo.k), cols, groups), b)
-    keep = keep_cols and cols.nbytes <= kernels.im2col_keep_bytes(cols)
+    # Columns are kept only in the op's dtype: the CPU's float32 columns of a float16 conv would
+    # be an activation saved at twice its size (the weight gradient rebuilds them instead).
+    keep = (keep_cols and cols.dtype == out_dtype
+            and cols.nbytes <= kernels.im2col_keep_bytes(cols))
     return y.astype(out_dtype, copy=False), (cols if keep else None)
 
 

@@ -29,41 +29,62 @@ class ScaledDotProductAttention(Function):
 
     def forward(self, q, k, v, mask, dropout_p, is_causal, scale):
         xp = get_array_module(q)
-        acc = acc_dtype(q.dtype)
-        length, keys = q.shape[-2], k.shape[-2]
-        # Scaling q first keeps float16 scores in range before they reach float32.
-        qs = q * scale
-        s = kernels.matmul(qs, _t(k)).astype(acc, copy=False)
-        keep = None
-        if is_causal:
-            keep = xp.tril(xp.ones((length, keys), dtype=bool))
-        if mask is not None:
-            if mask.dtype == bool:
-                keep = mask
-            else:
-                s = s + mask.astype(acc, copy=False)
-        if keep is not None:
-            s = xp.where(keep, s, -xp.inf)
+        s = _scores(q, k, mask, is_causal, scale)
         m = s.max(axis=-1, keepdims=True)
         m = xp.where(xp.isfinite(m), m, 0.0)  # fully masked rows: avoid -inf - -inf
         p = xp.exp(s - m)
         total = p.sum(axis=-1, keepdims=True)
-        p /= xp.where(total > 0, total, 1.0)
-        drop = None
+        denom = xp.where(total > 0, total, 1.0)
+        p /= denom
+        keep = None
         if dropout_p > 0.0:
             gen = _random.generator(device_of(q))
-            drop = (gen.random(p.shape, dtype=float32) >= dropout_p).astype(acc)
-            drop *= 0.0 if dropout_p >= 1.0 else 1.0 / (1.0 - dropout_p)
-        pd = p if drop is None else p * drop
-        self.scale, self.mask_shape = scale, None if mask is None else mask.shape
-        self.save_for_backward(q, k, v, p, drop)
+            keep = gen.random(p.shape, dtype=float32) >= dropout_p
+        self.drop_factor = 0.0 if dropout_p >= 1.0 else 1.0 / (1.0 - dropout_p)
+        pd = p if keep is None else p * _drop(keep, p.dtype, self.drop_factor)
+        self.scale, self.is_causal = scale, is_causal
+        self.mask_shape = None if mask is None else mask.shape
+        # Saved for backward: the inputs and per-row softmax statistics, not the float32
+        # (..., L, S) probabilities: backward recomputes them bit-identically (one more QK^T,
+        # as flash attention does), so an fp16 step keeps only fp16 activations, and dropout
+        # keeps a bool mask.
+        self.save_for_backward(q, k, v, mask, m, denom, keep)
         return kernels.matmul(pd.astype(v.dtype, copy=False), v)
 
     def backward(self, go):
-        q, k, v, p, drop = [t.data if isinstance(t, Tensor) else t for t in self.saved_tensors]
+        q, k, v, mask, m, denom, keep = [t.data if isinstance(t, Tensor) else t
+                                         for t in self.saved_tensors]
+        p = get_array_module(q).exp(_scores(q, k, mask, self.is_causal, self.scale) - m)
+        p /= denom
+        drop = None if keep is None else _drop(keep, p.dtype, self.drop_factor)
         return run_array_backward(
             AttentionBackward, (go,), self, q=q, k=k, v=v, p=p, drop=drop,
             scale=self.scale, mask_shape=self.mask_shape)
+
+
+def _scores(q, k, mask, is_causal, scale):
+    """``q k^T * scale`` in the accumulation dtype with the mask applied (-inf where masked)."""
+    xp = get_array_module(q)
+    acc = acc_dtype(q.dtype)
+    # Scaling q first keeps float16 scores in range before they reach float32.
+    s = kernels.matmul(q * scale, _t(k)).astype(acc, copy=False)
+    keep = None
+    if is_causal:
+        keep = xp.tril(xp.ones((q.shape[-2], k.shape[-2]), dtype=bool))
+    if mask is not None:
+        if mask.dtype == bool:
+            keep = mask
+        else:
+            s = s + mask.astype(acc, copy=False)
+    if keep is not None:
+        s = xp.where(keep, s, -xp.inf)
+    return s
+
+
+def _drop(keep, dtype, factor):
+    d = keep.astype(dtype)
+    d *= factor
+    return d
 
 
 class AttentionBackward(ArrayBackward):
