@@ -175,3 +175,14 @@ def test_gpu_graph_replays():
         g_ref(x, y)
     for p, q in zip(_params(model), _params(ref)):
         np.testing.assert_allclose(p, q, rtol=1e-4, atol=1e-5)
+
+
+def test_load_state_dict_drops_the_captured_graph():
+    batches = _batches(3)
+    g, model, _ = _run(_mlp, lambda m: SGD(m.parameters(), lr=0.1), batches, capture=True)
+    assert g._captured is not None
+    g.load_state_dict(g.state_dict())
+    assert g._captured is None
+    with cuda_graph.cpu_twin():
+        g(*batches[0])
+    assert isinstance(g._captured[1], cuda_graph.TwinStep)

@@ -16,8 +16,8 @@ Rules a captured step must follow (violations raise ``CaptureError`` where CUDA 
 the caller can warn and stay eager):
 
 - no host synchronisation: no ``.item()``, ``.get()``, ``float(array)``, ``mg.cuda.synchronize``,
-  no data-dependent Python branching (a dynamic ``GradScaler`` reads its found-inf flag on the
-  host, so it cannot be captured);
+  no data-dependent Python branching (a ``GradScaler`` without ``sync_free=True`` reads its
+  found-inf flag on the host, so it cannot be captured);
 - Python-side values are frozen at capture: learning rates, scheduler steps, Adam's step count
   and anything else computed on the host are replayed with their capture-time values;
 - every array the step reads must stay alive and at the same address (parameters, optimizer

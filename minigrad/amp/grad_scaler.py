@@ -499,13 +499,14 @@ class GradScaler:
             inv = float(1.0) / scale  # float64 on the device, as the host's 1.0 / scale
         else:
             inv = 1.0 / self._host_scale
-        found = xp.zeros((), np.int32)
         if grads:
             unscaled, found = self._unscale_arrays(grads, inv,
                                                    [p.grad.requires_grad for p in owners])
             for p, g, u in zip(owners, grads, unscaled):
                 if u is not g:
                     p.grad = _make(u, False, None, 0)
+        else:
+            found = xp.zeros((), np.int32)
         bad = xp.zeros((), np.int32)
         for a in losses:
             bad = bad | ~xp.isfinite(a).all()
@@ -524,14 +525,12 @@ class GradScaler:
 
         Returns ``(arrays, found)``; an array unscaled in place is returned as itself.
         """
-        if isinstance(inv, float):
-            pass
-        elif type(inv) is np.ndarray:
-            # sync-free: the inverse scale is a device array; the NumPy twin multiplies by its
-            # value as a NumPy scalar (no host read: a NumPy array is already on the host), CuPy
-            # kernels take it as a 0-d device array.
+        # sync-free: the inverse scale is a device array; the NumPy twin multiplies by its value
+        # as a NumPy scalar (no host read: a NumPy array is already on the host), CuPy kernels
+        # take it as a 0-d device array.
+        if type(inv) is np.ndarray:
             inv = inv[0]
-        else:
+        elif not isinstance(inv, float):
             inv = inv.reshape(())
         inplace, copied = _inplace_safe(grads, in_graph)
         if not inplace:

@@ -385,7 +385,9 @@ class Graph:
         return sd
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore a ``state_dict()``."""
+        """Restore a ``state_dict()``. A captured CUDA graph is dropped (the next call captures
+        again): the restored parameters and optimizer state may live in new arrays."""
+        self.__dict__["_captured"] = None
         for n, msd in state["modules"].items():
             self._modules[n].load_state_dict(msd)
         for opt, osd in zip(self._optimizers, state["optimizers"]):
