@@ -1,10 +1,10 @@
 """Fused per-step kernels: AMP unscale + inf/NaN check, SGD and Adam parameter updates.
 
 On the GPU each is one kernel launch (per dtype group for the unscale, in place through a table
-of gradient addresses or over one concatenated copy; per parameter for the updates) instead of the ~10 small launches the composed array code makes. The
-NumPy functions here are the reference semantics of those kernels and the CPU path: same
-signatures, same arithmetic order, same dtype rules, so the CPU tests verify the formulas that the
-GPU kernels implement.
+of gradient addresses or over one concatenated copy; per parameter for the updates) instead of
+the ~10 small launches the composed array code makes. The NumPy functions here are the
+reference semantics of those kernels and the CPU path: same signatures, same arithmetic order,
+same dtype rules, so the CPU tests verify the formulas that the GPU kernels implement.
 
 Found-inf protocol (no host round trip): ``unscale_and_check`` writes 1 into a device int32 flag
 when any unscaled gradient is inf/NaN; ``sgd_update``/``adam_update`` take that flag as
