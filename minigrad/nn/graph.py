@@ -20,7 +20,8 @@ inside it does the scaled backward; then the graph unscales, checks for inf/NaN,
 optimizer (skipped on overflow), steps the lr schedulers, updates the scale and zeroes the
 gradients, and returns what ``build`` returned.
 
-On the GPU the step runs as a CUDA graph (``config.enable_cuda_graph``, on by default): the
+With ``config.enable_cuda_graph()`` (off by default, as in OneFlow, until the capture path has
+run on a GPU) the step runs as a CUDA graph on the GPU: the
 first call runs ``_run_one_step`` eagerly as the warm-up and captures it for that call's input
 signature (shapes, dtypes, devices); later calls with that signature copy their inputs into the
 graph's static input buffers and replay it, returning the same output Tensors refilled. A step
@@ -99,11 +100,11 @@ class GraphConfig:
         self.fuse_cast_scale = False
         self.zero = None                 # (stage, shard_min_size, shard_restore_level) or None
         self.cudnn_conv_heuristic_search_algo = True
-        self.cuda_graph = True
+        self.cuda_graph = False          # the capture path has not run on a GPU yet
 
     def enable_cuda_graph(self, mode: bool = True) -> None:
-        """Run the step as a CUDA graph on the GPU (default on; OneFlow's default is off):
-        ``False`` keeps every call eager. No effect on the CPU."""
+        """Run the step as a CUDA graph on the GPU (default off, as in OneFlow): ``False``
+        keeps every call eager. No effect on the CPU."""
         self.cuda_graph = bool(mode)
 
     def enable_amp(self, mode: bool = True, *, dtype=float16) -> None:
