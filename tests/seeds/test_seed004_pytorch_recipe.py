@@ -15,6 +15,7 @@ import minigrad as mg
 import minigrad.nn
 import minigrad.optimizer
 from minigrad import amp
+from seed_text import seed_blocks
 
 batch_size = 32
 in_size = 64
@@ -363,7 +364,7 @@ for epoch in epochs:
 """,
 ]
 
-SEED_PATH = "/work/shared/seeds/004_2e83c992e08e13a2.txt"
+SEED_NAME = "004_2e83c992e08e13a2.txt"
 _CPU_SIZES = {"batch_size = 512": "batch_size = 32", "in_size = 4096": "in_size = 64",
               "out_size = 4096": "out_size = 64", "num_batches = 50": "num_batches = 6"}
 
@@ -382,15 +383,7 @@ def _exec(index, ns):
 
 
 def test_blocks_match_the_seed():
-    import pathlib
-    import re
-
-    path = pathlib.Path(SEED_PATH)
-    if not path.exists():
-        pytest.skip("the seed documents are not in this checkout")
-    text = path.read_text(encoding="utf-8")
-    blocks = re.findall(r"^```[Pp]ython[ \t]*\n(.*?)^```[ \t]*$", text, re.S | re.M)
-    assert blocks == SEED_BLOCKS
+    assert seed_blocks(SEED_NAME) == SEED_BLOCKS
 
 
 def _loss_of(ns, net):
