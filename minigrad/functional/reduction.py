@@ -25,7 +25,6 @@ from .elementwise import where as _where
 __all__ = [
     "argmax",
     "argmin",
-    "cumsum",
     "logsumexp",
     "max",
     "mean",
@@ -307,22 +306,6 @@ def _unflatten(flat, shape, axes, rest):
     return xp.transpose(full, inverse)
 
 
-class CumSum(Function):
-    name = "cumsum"
-
-    def forward(self, x, axis):
-        self.axis = axis
-        xp = get_array_module(x)
-        acc = acc_dtype(x.dtype) if x.dtype.kind not in "biu" else None
-        return _to_dtype(xp.cumsum(x, axis=axis, dtype=acc), x.dtype)
-
-    def backward(self, gy):
-        # The adjoint of a prefix sum is a suffix sum: flip, cumsum, flip.
-        flip = (slice(None),) * self.axis + (slice(None, None, -1),)
-        from .shape import getitem
-        return getitem(cumsum(getitem(gy, flip), self.axis), flip)
-
-
 class Norm(Function):
     name = "norm"
 
@@ -426,17 +409,6 @@ def logsumexp(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
 def prod(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
     """Product over ``axis`` (float32 accumulation); the gradient is exact with zeros."""
     return Prod.apply(x, axis=axis, keepdims=keepdims)
-
-
-def cumsum(x: Tensor, axis=None) -> Tensor:
-    """Inclusive prefix sum along ``axis`` (of the flattened tensor for None)."""
-    if axis is None:
-        x = x.reshape(-1)
-        axis = 0
-    axis = check_axis(axis, x.ndim, "cumsum")
-    if x.ndim == 0:  # PyTorch keeps a 0-d input 0-d along axis 0/-1 (NumPy would give (1,))
-        return CumSum.apply(x.reshape((1,)), axis=0).reshape(())
-    return CumSum.apply(x, axis=axis)
 
 
 def norm(x: Tensor, ord=2, axis=None, keepdims: bool = False) -> Tensor:

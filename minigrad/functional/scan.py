@@ -1,7 +1,7 @@
-"""Scans: ``cumprod`` (``cumsum`` lives with the reductions).
+"""Scans: ``cumsum`` and ``cumprod``.
 
-Like the reductions, the running product accumulates in float32 or wider whatever the input
-dtype (invariant 3) and is returned in the input's dtype.
+Like the reductions, the running sum and product accumulate in float32 or wider whatever the
+input dtype (invariant 3) and are returned in the input's dtype.
 """
 
 from __future__ import annotations
@@ -9,14 +9,31 @@ from __future__ import annotations
 from .._backend import get_array_module
 from ..autodiff.function import Function
 from ..tensor import Tensor
+from ._axes import check_axis
 from ._utils import acc_dtype, const, fast_backward, normalize_axis
-from .reduction import cumsum
+from .reduction import _to_dtype
 
-__all__ = ["cumprod"]
+__all__ = ["cumprod", "cumsum"]
 
 
 def _rev_cumsum(xp, a):
     return xp.flip(xp.cumsum(xp.flip(a, -1), axis=-1), -1)
+
+
+class CumSum(Function):
+    name = "cumsum"
+
+    def forward(self, x, axis):
+        self.axis = axis
+        xp = get_array_module(x)
+        acc = acc_dtype(x.dtype) if x.dtype.kind not in "biu" else None
+        return _to_dtype(xp.cumsum(x, axis=axis, dtype=acc), x.dtype)
+
+    def backward(self, gy):
+        # The adjoint of a prefix sum is a suffix sum: flip, cumsum, flip.
+        flip = (slice(None),) * self.axis + (slice(None, None, -1),)
+        from .shape import getitem
+        return getitem(cumsum(getitem(gy, flip), self.axis), flip)
 
 
 class CumProd(Function):
@@ -73,3 +90,14 @@ def cumprod(x: Tensor, axis=None, *, dim=None) -> Tensor:
     if x.ndim == 0:  # PyTorch keeps a 0-d input 0-d along axis 0/-1 (NumPy would give (1,))
         return CumProd.apply(x.reshape((1,)), axis=0).reshape(())
     return CumProd.apply(x, axis=axis)
+
+
+def cumsum(x: Tensor, axis=None) -> Tensor:
+    """Inclusive prefix sum along ``axis`` (of the flattened tensor for None)."""
+    if axis is None:
+        x = x.reshape(-1)
+        axis = 0
+    axis = check_axis(axis, x.ndim, "cumsum")
+    if x.ndim == 0:  # PyTorch keeps a 0-d input 0-d along axis 0/-1 (NumPy would give (1,))
+        return CumSum.apply(x.reshape((1,)), axis=0).reshape(())
+    return CumSum.apply(x, axis=axis)

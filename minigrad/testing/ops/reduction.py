@@ -67,16 +67,5 @@ OPS = [
     # PyTorch's argmax/argmin return the index of the (first) NaN.
     _reduction("argmax", "passthrough", _np(np.argmax), differentiable=False, nan_expect=1),
     _reduction("argmin", "passthrough", _np(np.argmin), differentiable=False, nan_expect=1),
-    OpInfo("cumsum", "reduction", (
-        Sample((rand(3, 4),), {"axis": 1}),
-        Sample((rand(3, 4),), {"axis": -2}, name="neg_axis"),
-        Sample((rand(0, 4),), {"axis": 0}, name="empty"),
-        Sample((rand(3, 4),), name="flat")), "fp32",
-        ref=lambda x, axis=None: np.cumsum(x, axis=axis),
-        errors=(ErrorInput((rand(2, 3),), IndexError, "Dimension out of range", {"axis": 2},
-                           name="bad_axis"),),
-        nonfinite=(NonFinite((_ONE_NAN,), [1.0, NAN, NAN], {"axis": 0}),
-                   NonFinite((np.array([INF, -INF]),), [INF, NAN], {"axis": 0},
-                             name="inf_minus_inf"))),
 ]
 

@@ -17,6 +17,17 @@ _ZEROS = np.array([[0.5, 0.0, 2.0, 0.0], [1.5, -1.0, 0.0, 3.0]])
 __all__ = ["OPS"]
 
 OPS = [
+    OpInfo("cumsum", "scan", (
+        Sample((rand(3, 4),), {"axis": 1}),
+        Sample((rand(3, 4),), {"axis": -2}, name="neg_axis"),
+        Sample((rand(0, 4),), {"axis": 0}, name="empty"),
+        Sample((rand(3, 4),), name="flat")), "fp32",
+        ref=lambda x, axis=None: np.cumsum(x, axis=axis),
+        errors=(ErrorInput((rand(2, 3),), IndexError, "Dimension out of range", {"axis": 2},
+                           name="bad_axis"),),
+        nonfinite=(NonFinite((np.array([1.0, NAN, 2.0]),), [1.0, NAN, NAN], {"axis": 0}),
+                   NonFinite((np.array([INF, -INF]),), [INF, NAN], {"axis": 0},
+                             name="inf_minus_inf"))),
     OpInfo("cumprod", "scan", (
         Sample((rand(3, 4),), {"axis": 1}),
         Sample((rand(3, 4),), {"dim": 0}, name="dim"),
