@@ -32,6 +32,7 @@ import numpy as np
 import safetensors
 
 from . import _backend as B
+from ._backend.sync_debug import host_read
 from .tensor import Parameter, Tensor
 
 __all__ = ["save", "load", "MAX_DEPTH"]
@@ -62,7 +63,7 @@ _FROM_CODE = {code: dtype for dtype, code in _DTYPES.items()}
 def _host_array(arr, where: str) -> np.ndarray:
     """A C-contiguous little-endian NumPy copy-or-view of a NumPy/CuPy array."""
     if type(arr) is not np.ndarray:
-        arr = arr.get()  # CuPy -> host
+        arr = host_read(arr, "save")  # CuPy -> host
     if arr.dtype.byteorder == ">":
         arr = arr.astype(arr.dtype.newbyteorder("<"))
     if arr.dtype not in _DTYPES:

@@ -171,8 +171,9 @@ def _run(args, dist, rank: int, world: int) -> dict:
 
     lead = rank == 0  # the rank that prints, plots and writes checkpoints
     log = print if lead else (lambda *a, **k: None)
-    if args.device is None and dist is not None and dist.get_backend() == "nccl":
-        args.device = f"cuda:{dist.get_local_rank()}"  # one GPU per rank
+    if args.device is None and dist is not None:
+        # one GPU per rank with NCCL; MPI reduces host buffers, so its ranks train on the CPU
+        args.device = f"cuda:{dist.get_local_rank()}" if dist.get_backend() == "nccl" else "cpu"
     device = B.normalize_device(args.device or ("cuda" if cuda.is_available() else "cpu"))
     use_amp = not args.no_amp
     amp_dtype = "bfloat16" if args.bf16 else "float16"

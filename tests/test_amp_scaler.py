@@ -733,7 +733,7 @@ def test_flags_pass_through_ranks_agree(monkeypatch):
         return np.maximum(flags, np.array([1, 0], np.int32))
 
     monkeypatch.setattr(_ranks, "agree", other_rank_overflowed)
-    monkeypatch.setattr(_ranks, "overflow_ranks", lambda: [1])
+    monkeypatch.setattr(_ranks, "overflow_rows", lambda: np.array([[0, 0], [1, 0]], np.int32))
     for sync_free in (False, True):
         p = mg.Parameter(np.ones(2, np.float32))
         opt = SGD([p], lr=0.1)

@@ -73,7 +73,7 @@ def test_twin_replay_equals_eager(make_model, shape, make_opt):
         warnings.simplefilter("error")          # the captured path warns about nothing
         g, model, losses = _run(make_model, make_opt, batches, capture=True)
     _, ref, ref_losses = _run(make_model, make_opt, batches, capture=False)
-    sig, step = g._captured
+    sig, step, _ = g._captured
     assert isinstance(step, cuda_graph.TwinStep) and step.replays == 3
     assert sig == next(iter(g._signatures))
     # replays return the same (static) output Tensor, refilled; the warm-up's is its own
@@ -165,7 +165,7 @@ def test_gpu_graph_replays():
     g = Step(model, SGD(model.parameters(), lr=0.1, momentum=0.9),
              amp.GradScaler(init_scale=2.0 ** 10, sync_free=True))
     outs = [g(x, y) for x, y in batches]
-    sig, step = g._captured
+    sig, step, _ = g._captured
     assert isinstance(step, cuda_graph.CapturedStep), "the step did not run as a CUDA graph"
     assert step.replays == 3 and outs[1] is outs[3]
     ref = _mlp().to("cuda")
@@ -186,3 +186,76 @@ def test_load_state_dict_drops_the_captured_graph():
     with cuda_graph.cpu_twin():
         g(*batches[0])
     assert isinstance(g._captured[1], cuda_graph.TwinStep)
+
+
+# ----------------------------------------------------------------------------- baked host values
+def test_twin_fails_when_a_host_value_changes_between_replays():
+    # What a real graph would freeze silently: a kernel argument computed on the host per step.
+    counter = iter(range(10))
+
+    def fn():
+        cuda_graph.note_host_values("some_kernel", 0.1, next(counter))
+
+    step = cuda_graph.NUMPY_TWIN.capture(fn, [np.zeros(1)])
+    step.replay(np.zeros(1))
+    with pytest.raises(cuda_graph.CaptureError, match=r"some_kernel takes host values \(0.1, 2\)"
+                       r" at replay 2 but took \(0.1, 1\) when captured"):
+        step.replay(np.zeros(1))
+
+
+@pytest.mark.parametrize("opt_cls", [Adam, mg.optimizer.AdamW])
+def test_adam_without_a_scaler_counts_steps_on_the_device_when_captured(opt_cls):
+    # A host step count would be baked in at capture: every replay would reuse the capture's
+    # bias corrections. The twin fails on such a value, so a twin run that stays captured and
+    # equals eager bit for bit proves the count moved to the device in the warm-up.
+    batches = _batches(5)
+    no_scaler = {"enabled": False}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g, model, _ = _run(_mlp, lambda m: opt_cls(m.parameters(), lr=1e-2), batches,
+                           capture=True, scaler_kw=no_scaler)
+    _, ref, _ = _run(_mlp, lambda m: opt_cls(m.parameters(), lr=1e-2), batches, capture=False,
+                     scaler_kw=no_scaler)
+    assert isinstance(g._captured[1], cuda_graph.TwinStep) and g._captured[1].replays == 4
+    for p, q in zip(_params(model), _params(ref)):
+        np.testing.assert_array_equal(p, q)
+    steps = [st["step"] for st in g.optimizers[0].state.values()]
+    assert all(s.shape == (1,) and int(s[0]) == 5 for s in steps)
+
+
+def test_a_learning_rate_set_by_hand_recaptures_then_stays_eager():
+    batches = _batches(8)
+    lrs = [0.1, 0.1, 0.05, 0.05, 0.02, 0.01, 0.005, 0.005]  # 5 changes: 3 recaptures, then eager
+
+    def train(capture):
+        model = _mlp()
+        opt = SGD(model.parameters(), lr=lrs[0], momentum=0.9)
+        g = Step(model, opt, amp.GradScaler(init_scale=2.0 ** 10, sync_free=True),
+                 capture=capture)
+        with cuda_graph.cpu_twin(), warnings.catch_warnings(record=True) as rec:
+            warnings.simplefilter("always")
+            for lr, (x, y) in zip(lrs, batches):
+                opt.param_groups[0]["lr"] = lr
+                g(x, y)
+        return g, model, [str(w.message) for w in rec]
+
+    g, model, messages = train(True)
+    _, ref, _ = train(False)
+    for p, q in zip(_params(model), _params(ref)):
+        np.testing.assert_array_equal(p, q)
+    assert g._captured[1] is None
+    assert [m for m in messages if "hyperparameters changed" in m] and len(messages) == 1
+
+
+def test_capture_needs_a_warm_up():
+    with pytest.raises(ValueError, match="warmup must be >= 1"):
+        cuda_graph.NUMPY_TWIN.capture(lambda: None, [np.zeros(1)], warmup=0)
+    with pytest.raises(ValueError, match="warmup must be >= 1"):
+        cuda_graph.capture(lambda: None, warmup=0)
+
+
+def test_capture_safe_joins_equal_numpy_on_the_cpu():
+    parts = [np.arange(i, dtype=np.float32) for i in range(12)]
+    np.testing.assert_array_equal(cuda_graph.concatenate(parts), np.concatenate(parts))
+    rows = [np.full(3, i, np.float64) for i in range(12)]
+    np.testing.assert_array_equal(cuda_graph.stack(rows), np.stack(rows))

@@ -1,5 +1,7 @@
 """Losses: NumPy references (PyTorch semantics), gradcheck incl. targets, fp16 -> fp32, torch."""
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -17,6 +19,7 @@ from minigrad.functional.loss import (
     nll_loss,
     smooth_l1_loss,
 )
+from minigrad._backend.indexing import index_debug
 from minigrad.testing import gradcheck
 
 
@@ -129,7 +132,7 @@ def test_cross_entropy_fp16_gives_fp32_loss_and_fp16_grad(device, rng):
 
 def test_cross_entropy_errors(device):
     x = mg.zeros(2, 3, device=device)
-    with pytest.raises(ValueError, match=r"cross_entropy.*\[0, 3\)"):
+    with _host_checks(device), pytest.raises(ValueError, match=r"cross_entropy.*\[0, 3\)"):
         cross_entropy(x, _t([0, 3], device))
     with pytest.raises(ValueError, match="cross_entropy.*target shape"):
         cross_entropy(x, _t([0, 1, 2], device))
@@ -372,10 +375,12 @@ def test_mse_loss_warns_when_shapes_broadcast(recwarn):
 
 def test_binary_cross_entropy_rejects_values_outside_0_1(device):
     p = _t([0.2, 0.7], device)
-    with pytest.raises(ValueError, match=r"binary_cross_entropy: target values must be in "
-                                         r"\[0, 1\].*target_min=-1\.0, target_max=2\.0"):
+    with _host_checks(device), pytest.raises(
+            ValueError, match=r"binary_cross_entropy: target values must be in "
+                              r"\[0, 1\].*target_min=-1\.0, target_max=2\.0"):
         binary_cross_entropy(p, _t([2.0, -1.0], device))
-    with pytest.raises(ValueError, match="input values must be in .*with_logits"):
+    with _host_checks(device), pytest.raises(ValueError,
+                                             match="input values must be in .*with_logits"):
         binary_cross_entropy(_t([1.5, 0.5], device), _t([1.0, 0.0], device))
     assert np.isfinite(binary_cross_entropy(p, _t([0.0, 1.0], device)).item())
 
@@ -457,3 +462,31 @@ def test_cosine_similarity_shapes_axis_and_dim_keyword(rng):
     assert cosine_similarity(mg.tensor(a), mg.tensor(b), 0, dim=0).shape == (4,)
     with pytest.raises(TypeError, match="cosine_similarity: got axis=0 and dim=1"):
         cosine_similarity(mg.tensor(a), mg.tensor(b), 0, dim=1)
+
+
+def _host_checks(device):
+    """The GPU checks values on the host only under index_debug (CPU: always)."""
+    return index_debug() if device == "cuda" else contextlib.nullcontext()
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_out_of_range_targets_poison_the_loss_without_a_host_read(device, monkeypatch):
+    # The GPU path (no host read per step), also run on the CPU with the read switched off.
+    if device == "cuda" and not mg.cuda.is_available():
+        pytest.skip("needs a GPU")
+    if device == "cpu":
+        from minigrad.functional import loss as loss_mod
+
+        monkeypatch.setattr(loss_mod, "host_checks", lambda xp: False)
+    x = _t(np.zeros((3, 3), np.float32), device, requires_grad=True)
+    loss = cross_entropy(x, _t([0, 3, 1], device))
+    assert np.isnan(loss.item())
+    loss.backward()
+    assert np.isnan(x.grad.numpy()).all()  # the mean's denominator is NaN too
+    rows = cross_entropy(x, _t([0, 3, 1], device), reduction="none").numpy()
+    assert np.isnan(rows[1]) and np.allclose(rows[[0, 2]], np.log(3))
+    ok = cross_entropy(_t(np.zeros((2, 3), np.float32), device), _t([0, 2], device))
+    np.testing.assert_allclose(ok.item(), np.log(3), rtol=1e-6)
+    p = _t([0.2, 0.7, 0.5], device)
+    bce = binary_cross_entropy(p, _t([2.0, 1.0, 0.0], device), reduction="none").numpy()
+    assert np.isnan(bce[0]) and np.isfinite(bce[1:]).all()

@@ -6,15 +6,19 @@ Everything that differs between NumPy and CuPy lives in this package (invariant 
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
+from .sync_debug import host_read
 from .dtypes import (
     bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8,
     finfo, is_floating, is_low_precision, normalize_dtype, widest_float,
 )
 
 __all__ = [
-    "np", "get_array_module", "cupy", "cuda_available", "device_of", "normalize_device",
+    "np", "get_array_module", "cupy", "cuda_available", "device_of", "device_scope",
+    "normalize_device",
     "DeviceMismatch", "device_mismatch",
     "to_device", "asarray", "from_dlpack", "bfloat16", "bool_", "float16", "float32", "float64",
     "int8", "int16", "int32", "int64", "uint8", "finfo", "is_floating", "is_low_precision",
@@ -80,6 +84,14 @@ def device_of(array) -> str:
     return f"cuda:{array.device.id}"
 
 
+def device_scope(array):
+    """A context that makes ``array``'s GPU current (CuPy allocates on the current device);
+    a no-op for NumPy arrays."""
+    if type(array) is _ndarray or cupy is None or not isinstance(array, cupy.ndarray):
+        return contextlib.nullcontext()
+    return array.device
+
+
 class DeviceMismatch(RuntimeError, ValueError):
     """Tensors of one op live on different devices (a ``RuntimeError`` as in PyTorch)."""
 
@@ -110,7 +122,7 @@ def asarray(data, dtype=None, device: str = "cpu"):
     """Make a backend array on ``device`` from lists, scalars, NumPy or CuPy arrays."""
     if device == "cpu":
         if cupy is not None and isinstance(data, cupy.ndarray):
-            data = data.get()
+            data = host_read(data, "a copy to the CPU")
         return np.asarray(data, dtype=dtype)
     _require_cuda(device)
     with cupy.cuda.Device(int(device.split(":")[1])):

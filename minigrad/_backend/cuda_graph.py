@@ -36,13 +36,16 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
+import traceback
 
 import numpy as np
 
 from . import cublas_gemm, cuda_available, cupy, sync_debug
 
-__all__ = ["CaptureError", "CapturedStep", "capture", "supported", "is_capturing",
-           "CUDA_BACKEND", "NUMPY_TWIN", "backend_for", "cpu_twin"]
+__all__ = ["CaptureError", "CapturedStep", "capture", "supported", "is_capturing", "recording",
+           "note_host_values", "keep_alive",
+           "stack", "concatenate", "CUDA_BACKEND", "NUMPY_TWIN", "backend_for", "cpu_twin"]
 
 
 class CaptureError(RuntimeError):
@@ -71,6 +74,83 @@ def is_capturing() -> bool:
     return bool(cupy.cuda.get_current_stream().is_capturing())
 
 
+# Objects a graph being captured must keep alive (host buffers its copy nodes re-read at every
+# replay): a list per capture, owned by the CapturedStep. Outside our capture (a user's own
+# cupy.cuda.Graph) they go to the module list, alive for the process.
+_keepalive: contextvars.ContextVar = contextvars.ContextVar("minigrad_capture_keepalive",
+                                                            default=None)
+_foreign_keepalive: list = []
+# One capture stream per device, reused by every capture: cuBLAS handles and their workspaces
+# are made per stream (cublas_gemm.prepare), so a new stream per capture would leak one each.
+_streams: dict = {}
+
+
+def recording() -> bool:
+    """True while :func:`capture` warms a step up or records it on this thread: state that a
+    replay must update on the device (not in Python) is moved there in the eager warm-up."""
+    return cublas_gemm.recording()
+
+
+# Host values the fused kernels take as launch arguments (learning rates, Adam's host step...):
+# a CUDA graph bakes them in at capture. The NumPy twin logs them per replay and fails when one
+# changes, which is how a CPU test sees a value a real graph would silently freeze.
+_host_values: contextvars.ContextVar = contextvars.ContextVar("minigrad_capture_host_values",
+                                                              default=None)
+
+
+def note_host_values(kernel: str, *values) -> None:
+    """Record the host values one kernel launch takes (a no-op outside the NumPy twin)."""
+    log = _host_values.get()
+    if log is not None:
+        log.append((kernel, values))
+
+
+def keep_alive(*objs) -> None:
+    """Tie ``objs`` to the lifetime of the graph being captured on this thread."""
+    held = _keepalive.get()
+    (held if held is not None else _foreign_keepalive).extend(objs)
+
+
+def _needs_host_table(arrays) -> bool:
+    # CuPy joins more than 8 arrays with one kernel reading a pointer table that it copies from
+    # the host, which it refuses while a stream captures; fewer are joined kernel by kernel.
+    return len(arrays) > 8 and is_capturing()
+
+
+def concatenate(arrays):
+    """``xp.concatenate`` of 1-D arrays that stays legal inside a CUDA graph capture."""
+    arrays = list(arrays)
+    if type(arrays[0]) is np.ndarray or not _needs_host_table(arrays):
+        return (np if type(arrays[0]) is np.ndarray else cupy).concatenate(arrays)
+    out = cupy.empty(sum(a.size for a in arrays), arrays[0].dtype)
+    off = 0
+    for a in arrays:  # one device-to-device copy each
+        out[off:off + a.size] = a
+        off += a.size
+    return out
+
+
+def stack(arrays):
+    """``xp.stack`` of same-shape arrays that stays legal inside a CUDA graph capture."""
+    arrays = list(arrays)
+    if type(arrays[0]) is np.ndarray or not _needs_host_table(arrays):
+        return (np if type(arrays[0]) is np.ndarray else cupy).stack(arrays)
+    out = cupy.empty((len(arrays),) + arrays[0].shape, arrays[0].dtype)
+    for i, a in enumerate(arrays):
+        out[i] = a
+    return out
+
+
+def _where(error) -> str:
+    """The innermost frame of minigrad (or the user's step) in ``error``'s traceback."""
+    frames = traceback.extract_tb(error.__traceback__)
+    inside = [f for f in frames if "cupy" not in f.filename] or frames
+    if not inside:
+        return ""
+    f = inside[-1]
+    return f" at {os.path.basename(f.filename)}:{f.lineno} in {f.name}"
+
+
 class CapturedStep:
     """A recorded step: ``replay(*inputs)`` copies inputs into the static buffers and launches.
 
@@ -81,8 +161,10 @@ class CapturedStep:
         static_inputs: the arrays the step reads its inputs from.
     """
 
-    def __init__(self, graph, stream, pool, static_inputs, output, warmup_output, device):
+    def __init__(self, graph, stream, pool, static_inputs, output, warmup_output, device,
+                 held=()):
         self._graph, self._stream, self._pool, self._device = graph, stream, pool, device
+        self._held = list(held)  # host buffers the graph's copy nodes read at each replay
         self.static_inputs = static_inputs
         self.output = output
         self.warmup_output = warmup_output
@@ -136,8 +218,9 @@ def capture(fn, static_inputs=(), *, warmup: int = 1) -> CapturedStep:
         fn: a callable with no arguments that reads its inputs from ``static_inputs`` (close
             over Tensors wrapping them) and launches only GPU work.
         static_inputs: CuPy arrays that :meth:`CapturedStep.replay` refills.
-        warmup: eager calls before the capture (>= 1 unless ``fn`` already ran on this device
-            with these shapes: the first call compiles kernels and allocates lazily built state).
+        warmup: eager calls before the capture (at least 1: the first call compiles kernels
+            and makes lazily built device state, such as optimizer moments and cached flags,
+            which made inside a capture would be recorded uninitialised).
 
     Returns:
         A :class:`CapturedStep`; ``warmup_output`` is the last eager call's result.
@@ -147,6 +230,9 @@ def capture(fn, static_inputs=(), *, warmup: int = 1) -> CapturedStep:
             blocking copy, a call on the legacy default stream, ...). The warm-up calls have
             run by then, so a caller falling back to eager must not repeat them.
     """
+    if int(warmup) < 1:
+        raise ValueError(f"capture: warmup must be >= 1, got {warmup!r}; state that the step "
+                         "makes on first use would be recorded uninitialised")
     if not cuda_available():
         raise CaptureError("CUDA graph capture needs a GPU: CuPy sees none; run the step eagerly")
     static_inputs = list(static_inputs)
@@ -157,7 +243,9 @@ def capture(fn, static_inputs=(), *, warmup: int = 1) -> CapturedStep:
     device = static_inputs[0].device if static_inputs else cupy.cuda.Device()
     with device:
         caller = cupy.cuda.get_current_stream()
-        stream = cupy.cuda.Stream(non_blocking=True)  # capture is illegal on the default stream
+        stream = _streams.get(device.id)
+        if stream is None:  # capture is illegal on the legacy default stream
+            stream = _streams[device.id] = cupy.cuda.Stream(non_blocking=True)
         stream.wait_event(caller.record())
         warm = None
         # Matmuls take the capturable cuBLAS path in the warm-up too, so its kernels are loaded
@@ -173,17 +261,21 @@ def capture(fn, static_inputs=(), *, warmup: int = 1) -> CapturedStep:
         finally:
             cublas_gemm._recording.reset(token)
         pool = cupy.cuda.MemoryPool()
+        held: list = []
         with stream, cupy.cuda.using_allocator(pool.malloc):
             stream.begin_capture()
             token = cublas_gemm._recording.set(True)
+            held_token = _keepalive.set(held)
             try:
                 out = fn()
             except Exception as e:
                 _abort_capture(stream)
                 raise CaptureError(f"CUDA graph capture failed inside the step ({type(e).__name__}"
-                                   f": {e}); typical causes: .item()/.get()/float() on a GPU "
-                                   "array, a synchronize, or a dynamic GradScaler", warm) from e
+                                   f": {e}){_where(e)}; typical causes: .item()/.get()/float() "
+                                   "on a GPU array, a synchronize, or a dynamic GradScaler",
+                                   warm) from e
             finally:
+                _keepalive.reset(held_token)
                 cublas_gemm._recording.reset(token)
             try:
                 graph = stream.end_capture()
@@ -192,7 +284,7 @@ def capture(fn, static_inputs=(), *, warmup: int = 1) -> CapturedStep:
                                    f"{e}); the step touched the legacy default stream or "
                                    "synchronised", warm) from e
         caller.wait_event(stream.record())
-    return CapturedStep(graph, stream, pool, static_inputs, out, warm, device)
+    return CapturedStep(graph, stream, pool, static_inputs, out, warm, device, held)
 
 
 # ----------------------------------------------------------------------------- backends
@@ -237,22 +329,28 @@ class TwinStep:
         self.warmup_output = warmup_output
         self.output = None
         self.replays = 0
+        self._baked = None  # host kernel arguments of the first replay, as a graph holds them
 
     def replay(self, *inputs):
         _check_inputs(self.static_inputs, inputs)
         for dst, src in zip(self.static_inputs, inputs):
             if src is not dst:
                 np.copyto(dst, src)
-        token = sync_debug.sync_mode.set(2)
+        tokens = (sync_debug.sync_mode.set(2), cublas_gemm._recording.set(True),
+                  _host_values.set([]))
         try:
             out = self._fn()
+            values = _host_values.get()
         except RuntimeError as e:
             if "device-to-host read" not in str(e):
                 raise
             raise CaptureError(f"the step reads a device value on the host ({e}); a CUDA graph "
                                "cannot contain that") from e
         finally:
-            sync_debug.sync_mode.reset(token)
+            _host_values.reset(tokens[2])
+            cublas_gemm._recording.reset(tokens[1])
+            sync_debug.sync_mode.reset(tokens[0])
+        self._check_baked(values, out)
         if self.output is None:
             self.output = out
         else:
@@ -265,6 +363,23 @@ class TwinStep:
         self.replays += 1
         return self.output
 
+    def _check_baked(self, values, out) -> None:
+        """Fail when a kernel's host arguments differ from the first replay's (the step has
+        run eagerly by then: the error carries its output, as a failed capture does)."""
+        if self._baked is None:
+            self._baked = values
+            return
+        for (kernel, then), (_, now) in zip(self._baked, values):
+            if then != now:
+                raise CaptureError(
+                    f"{kernel} takes host values {now} at replay {self.replays + 1} but took "
+                    f"{then} when captured; a CUDA graph replays the captured values: keep "
+                    "values that change per step on the device", out)
+        if len(values) != len(self._baked):
+            raise CaptureError(f"the step launched {len(values)} fused kernels, but "
+                               f"{len(self._baked)} when captured; a CUDA graph replays the same "
+                               "launches every time", out)
+
 
 class _NumpyTwin:
     """CPU stand-in for :data:`CUDA_BACKEND` (tests): same protocol, NumPy arrays."""
@@ -273,14 +388,20 @@ class _NumpyTwin:
 
     @staticmethod
     def capture(fn, static_inputs, *, warmup=1):
+        if int(warmup) < 1:
+            raise ValueError(f"capture: warmup must be >= 1, got {warmup!r}")
         static_inputs = list(static_inputs)
         for i, a in enumerate(static_inputs):
             if type(a) is not np.ndarray:
                 raise CaptureError(f"capture (NumPy twin): static input {i} is a "
                                    f"{type(a).__name__}, not a NumPy array")
         warm = None
-        for _ in range(warmup):
-            warm = fn()
+        token = cublas_gemm._recording.set(True)  # as in the real warm-up: see recording()
+        try:
+            for _ in range(warmup):
+                warm = fn()
+        finally:
+            cublas_gemm._recording.reset(token)
         return TwinStep(fn, static_inputs, warm)
 
 

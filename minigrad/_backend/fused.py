@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from . import cupy
+from . import cuda_graph, cupy
 from .dtypes import float32, float64
 
 __all__ = ["use_fused", "unscale_and_check", "unscale_inplace_and_check", "sgd_update",
@@ -140,7 +140,7 @@ def _unscale_cupy(grads, inv_scale):
             else:
                 # One copy into a flat buffer, then ONE kernel for the whole group; the results
                 # are reshaped views of that buffer (new arrays: p.grad may be shared).
-                flat = cupy.concatenate([grads[i].reshape(-1) for i in idx])
+                flat = cuda_graph.concatenate([grads[i].reshape(-1) for i in idx])
                 k(flat, inv, flat, flag)
                 off = 0
                 for i in idx:
@@ -214,7 +214,6 @@ extern "C" __global__ void minigrad_unscale_mt(const long long* table, int n_ten
 _CTYPES = {"float16": "__half", "bfloat16": "__nv_bfloat16", "float32": "float",
            "float64": "double"}
 _mt_kernels: dict = {}
-_capture_tables: list = []  # address tables recorded into CUDA graphs: alive as long as they
 
 
 def mt_table(grads) -> np.ndarray:
@@ -234,15 +233,17 @@ def _mt_kernel(dtype):
 
 def _device_table(host):
     """``host`` on the device. During a CUDA graph capture the copy is recorded from pinned
-    memory that stays allocated (the graph re-reads it at every replay); eagerly a plain copy."""
-    if not cupy.cuda.get_current_stream().is_capturing():
+    memory kept alive with the graph (its copy node re-reads it at every replay; CuPy's own
+    ``set`` refuses to copy while capturing); eagerly a plain copy."""
+    stream = cupy.cuda.get_current_stream()
+    if not stream.is_capturing():
         return cupy.asarray(host)
     pinned = cupy.cuda.alloc_pinned_memory(host.nbytes)
-    staged = np.frombuffer(pinned, np.int64, host.size)
-    staged[:] = host
+    np.frombuffer(pinned, np.int64, host.size)[:] = host
     table = cupy.empty(host.size, np.int64)
-    table.set(staged, stream=cupy.cuda.get_current_stream())
-    _capture_tables.append((pinned, table))
+    cupy.cuda.runtime.memcpyAsync(table.data.ptr, pinned.ptr, host.nbytes,
+                                  cupy.cuda.runtime.memcpyHostToDevice, stream.ptr)
+    cuda_graph.keep_alive(pinned, table)
     return table
 
 
@@ -297,6 +298,7 @@ def sgd_update(param, grad, momentum_buf, lr, momentum, dampening, weight_decay,
         step afterwards whenever ``dampening == 0``.
     """
     first = momentum != 0 and momentum_buf is None
+    cuda_graph.note_host_values("sgd", lr, momentum, dampening, weight_decay, nesterov, first)
     if first:
         momentum_buf = _zeros_like_param(param, param.shape, _compute_dtype(param.dtype))
     if use_fused(param):
@@ -310,10 +312,11 @@ def sgd_update(param, grad, momentum_buf, lr, momentum, dampening, weight_decay,
 
 def _sgd_numpy(param, grad, buf, lr, momentum, dampening, wd, nesterov, first):
     c = _compute_dtype(param.dtype)
-    w = param.astype(c)
-    d = grad.astype(c)
+    exact = param.dtype == c  # update in place; else compute in c and round once
+    w = param if exact else param.astype(c)
+    d = grad.astype(c, copy=False)
     if wd != 0:
-        d = d + c.type(wd) * w
+        d = d + c.type(wd) * w  # a new array: the gradient itself is never modified
     if momentum != 0:
         if first:
             buf[...] = d
@@ -321,7 +324,10 @@ def _sgd_numpy(param, grad, buf, lr, momentum, dampening, wd, nesterov, first):
             buf *= c.type(momentum)
             buf += c.type(1.0 - dampening) * d
         d = d + c.type(momentum) * buf if nesterov else buf
-    np.copyto(param, w - c.type(lr) * d, casting="unsafe")
+    if exact:
+        param -= c.type(lr) * d
+    else:
+        np.copyto(param, w - c.type(lr) * d, casting="unsafe")
 
 
 _SGD_OP = """
@@ -388,9 +394,11 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta
         amsgrad: use the running maximum of the second moment.
         found_inf: optional int32 flag; when nonzero nothing is modified. ``step`` is a host
             counter: a caller skipping on a device flag must not advance it (see docs/gpu.md).
-        device_step: on the GPU with ``found_inf``, the step counter as a 1-element int64 device
-            array (already advanced by ``found_inf == 0``); the bias corrections are then
-            computed on the device and ``step`` is ignored, so a skipped step needs no host read.
+        device_step: the step counter as a 1-element int64 array (already advanced by the
+            caller, by ``found_inf == 0`` when skipping on a device flag); ``step`` is then
+            ignored. On the GPU the kernel computes the bias corrections from it, so neither a
+            skipped step nor a CUDA graph replay (which reruns no Python) uses a stale host
+            value.
 
     Returns:
         ``max_exp_avg_sq`` (allocated as zeros on first use) or None when not ``amsgrad``.
@@ -399,14 +407,15 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta
         # zeros, not a copy of v: max(0, v_new) == v_new, PyTorch's value on the first step
         max_exp_avg_sq = _zeros_like_param(param, exp_avg_sq.shape, exp_avg_sq.dtype)
     scal = dict(lr=lr, omb1=1.0 - beta1, beta2=beta2, omb2=1.0 - beta2, eps=eps,
-                wd=weight_decay, decay=1.0 - lr * weight_decay,
-                step_size=lr / (1.0 - beta1 ** step), bc2=math.sqrt(1.0 - beta2 ** step))
+                wd=weight_decay, decay=1.0 - lr * weight_decay)
+    cuda_graph.note_host_values("adam", lr, beta1, beta2, eps, weight_decay, decoupled, amsgrad,
+                                step if device_step is None else "device")
+    if device_step is not None and use_fused(param):
+        scal.update(step=device_step, beta1=beta1)  # bias corrections computed in the kernel
+    else:  # a NumPy counter is already on the host: reading it costs nothing
+        t = step if device_step is None else int(device_step.reshape(-1)[0])
+        scal.update(step_size=lr / (1.0 - beta1 ** t), bc2=math.sqrt(1.0 - beta2 ** t))
     if use_fused(param):
-        if device_step is not None:
-            with param.device:
-                t = device_step.astype(np.float64)
-                scal["sc"] = cupy.concatenate([lr / (1.0 - beta1 ** t),
-                                               cupy.sqrt(1.0 - beta2 ** t)])
         _adam_cupy(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, scal, decoupled, amsgrad,
                    found_inf)
     elif not _host_found(found_inf):
@@ -416,13 +425,15 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta
 
 def _adam_numpy(param, grad, m, v, vmax, s, decoupled, amsgrad):
     c = _compute_dtype(param.dtype)
-    w = param.astype(c)
-    d = grad.astype(c)
+    exact = param.dtype == c  # update in place; else compute in c and round once
+    w = param if exact else param.astype(c)
+    d = grad.astype(c, copy=False)
     if s["wd"] != 0:
         if decoupled:
             w *= c.type(s["decay"])
         else:
             d = d + c.type(s["wd"]) * w
+    # PyTorch updates m with lerp(m, d, 1 - beta1): m + (1 - beta1) * (d - m).
     m += c.type(s["omb1"]) * (d - m)
     v *= c.type(s["beta2"])
     v += c.type(s["omb2"]) * (d * d)
@@ -430,9 +441,14 @@ def _adam_numpy(param, grad, m, v, vmax, s, decoupled, amsgrad):
     if amsgrad:
         np.maximum(vmax, v, out=vmax)
         vv = vmax
-    denom = np.sqrt(vv) / c.type(s["bc2"]) + c.type(s["eps"])
-    w -= (m / denom) * c.type(s["step_size"])
-    np.copyto(param, w, casting="unsafe")
+    denom = np.sqrt(vv)
+    denom /= c.type(s["bc2"])
+    denom += c.type(s["eps"])
+    upd = m / denom
+    upd *= c.type(s["step_size"])
+    w -= upd
+    if not exact:
+        np.copyto(param, w, casting="unsafe")
 
 
 _ADAM_OP = """
@@ -455,17 +471,22 @@ _ADAM_IN = ("G g, {C} omb1, {C} beta2, {C} omb2, {C} eps, {C} wd, {C} decay, {C}
             "{C} bc2, int32 decoupled, raw int32 found")
 
 
-# Device step counter: the bias corrections come from a device array, not kernel arguments.
-_ADAM_IN_DEV = _ADAM_IN.replace("{C} step_size, {C} bc2", "raw float64 sc")
-_SC = "const {C} step_size = sc[0]; const {C} bc2 = sc[1];\n"
+# Device step counter: the bias corrections are computed in the kernel from the counter (the
+# same double-precision expressions as the host path's Python floats, then rounded to {C}), so a
+# replayed CUDA graph or a skipped step never uses a stale host value, for no extra launch.
+_ADAM_IN_DEV = _ADAM_IN.replace("{C} step_size, {C} bc2", "float64 lr, float64 beta1, "
+                                "float64 beta2d, raw int64 step")
+_SC = ("const double t_ = (double)step[0];\n"
+       "const {C} step_size = lr / (1.0 - pow(beta1, t_));\n"
+       "const {C} bc2 = sqrt(1.0 - pow(beta2d, t_));\n")
 
 
 def _adam_cupy(param, grad, m, v, vmax, s, decoupled, amsgrad, found_inf):
     ct = "double" if param.dtype == float64 else "float"
-    dev = "sc" in s
+    dev = "step" in s
     with param.device:
         flag = _flag(found_inf, param.device.id)
-        sc = (s["sc"],) if dev else (s["step_size"], s["bc2"])
+        sc = (s["lr"], s["beta1"], s["beta2"], s["step"]) if dev else (s["step_size"], s["bc2"])
         args = (grad, s["omb1"], s["beta2"], s["omb2"], s["eps"], s["wd"], s["decay"], *sc,
                 int(decoupled), flag)
         op = _ADAM_OP.replace("{AMS}", _AMS if amsgrad else "")

@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["agree", "overflow_ranks", "this_rank"]
+import numpy as np
+
+from .._backend.sync_debug import host_read
+
+__all__ = ["agree", "overflow_rows", "ranks_of", "overflow_ranks", "this_rank"]
 
 
 def agree(flags):
@@ -33,12 +37,28 @@ def agree(flags):
     return dist._agree_flags(flags)
 
 
-def overflow_ranks():
-    """Ranks whose own flags were nonzero in the last ``agree`` (None when not distributed)."""
+def overflow_rows():
+    """Every rank's own flags from the last ``agree`` (a ``(world, n)`` array, left on the
+    device: a sync-free scaler keeps it unread until its telemetry is read), or None when not
+    distributed."""
     dist = sys.modules.get("minigrad.distributed")
     if dist is None or not dist.is_initialized():
         return None
-    return dist._last_overflow_ranks()
+    return dist._last_overflow_rows()
+
+
+def ranks_of(rows):
+    """The ranks whose row in ``rows`` (from :func:`overflow_rows`) has a nonzero flag, read on
+    the host (through the sync detector); None for None."""
+    if rows is None:
+        return None
+    rows = host_read(rows, "GradScaler overflow ranks")
+    return [int(r) for r in np.flatnonzero(rows.reshape(rows.shape[0], -1).any(axis=1))]
+
+
+def overflow_ranks():
+    """Ranks whose own flags were nonzero in the last ``agree`` (None when not distributed)."""
+    return ranks_of(overflow_rows())
 
 
 def this_rank():

@@ -709,7 +709,7 @@ class GradScaler:
                                            self._max_scale)
                     self._host_tracker = 0
         error = self._record(bool(found), found_inf, bad_loss, used, self._host_scale, where,
-                             _ranks.overflow_ranks() if found_inf else None)
+                             _ranks.overflow_rows() if found_inf else None)
         if error is not None:
             raise error
 
@@ -718,7 +718,7 @@ class GradScaler:
             self._flush()  # bound the memory of unread records: one read per 10,000 steps
         dev = self._dev
         xp = B.get_array_module(dev["scale"])
-        flags = [xp.asarray(f, np.int32).reshape(1) if isinstance(f, bool) else f
+        flags = [xp.full(1, int(f), np.int32) if isinstance(f, bool) else f  # a fill, no copy
                  for f in found]
         found_any = flags[0] if len(flags) == 1 else xp.stack(flags).max(axis=0)
         bad = self._loss_flag if self._loss_flag is not None else xp.zeros(1, np.int32)
@@ -731,11 +731,13 @@ class GradScaler:
                                self._min_scale or 0.0, self._max_scale)
         if not found:
             found_any = xp.zeros(1, np.int32)
+        # the ranks' rows stay on the device, read with the rest when telemetry is read
         self._pending.append((used, found_any, bad, dev["scale"].copy(), bool(found), where,
-                              _ranks.overflow_ranks()))
+                              _ranks.overflow_rows()))
 
-    def _record(self, counted, found_inf, bad_loss, used, new, where, ranks):
-        """Account one iteration; returns the error to raise after too many bad losses."""
+    def _record(self, counted, found_inf, bad_loss, used, new, where, rank_rows):
+        """Account one iteration; returns the error to raise after too many bad losses.
+        ``rank_rows``: every rank's flags (``_ranks.overflow_rows()``), read only here."""
         reason = None
         if found_inf:
             reason = "nonfinite_loss" if bad_loss else "grad_overflow"
@@ -743,7 +745,7 @@ class GradScaler:
             entry = {"step": self._total_steps, "scale": used, "new_scale": new,
                      "found_inf": found_inf, "reason": reason, "where": where}
             if found_inf:
-                entry["ranks"] = ranks
+                entry["ranks"] = _ranks.ranks_of(rank_rows)
             self._history.append(entry)
             self._total_steps += 1
         self._last_step_skipped = found_inf

@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._backend.dtypes import finfo, normalize_dtype
+from .._backend.sync_debug import host_read
 
 __all__ = ["GradStats", "grad_stats", "plot_scaler", "scaler_summary"]
 
@@ -106,7 +107,7 @@ def plot_scaler(scaler_or_history, path, title: str | None = None) -> str:
 
 # ---------------------------------------------------------------------- gradient statistics
 def _host(arr):
-    return arr.get() if hasattr(arr, "get") else np.asarray(arr)
+    return host_read(arr, "gradient statistics") if hasattr(arr, "get") else np.asarray(arr)
 
 
 def _named(params_or_module):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._backend.dtypes import is_floating
+from .._backend.sync_debug import host_read
 from ..autodiff.engine import current_backward_node
 from ..autodiff.function import dispatch_hooks, dispatch_policy
 from ..nn.module import current_module_path
@@ -99,7 +100,7 @@ def explain(fn, policy) -> str:
 def _host64(arr):
     """A float64 NumPy copy of a backend array (for the advisor's comparisons)."""
     if hasattr(arr, "get"):
-        arr = arr.get()
+        arr = host_read(arr, "amp trace")
     return np.asarray(arr).astype(np.float64)
 
 

@@ -18,7 +18,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 import sys
 
 try:
@@ -47,9 +46,17 @@ class _Group:
         self.comm = comm
         self.mpi = MPIBackend(comm)
         self.rank, self.size = self.mpi.rank, self.mpi.size
-        env = os.environ.get("OMPI_COMM_WORLD_LOCAL_RANK")
-        self.local_rank = int(env) if env is not None else \
-            comm.Split_type(MPI.COMM_TYPE_SHARED).Get_rank()
+        node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+        self.local_rank, local_size = node.Get_rank(), node.Get_size()
+        node.Free()
+        gpus = _gpu_count()
+        if backend == "auto":  # NCCL needs a GPU of its own per rank on each machine
+            backend = "nccl" if 0 < local_size <= gpus else "mpi"
+        if backend == "nccl" and local_size > gpus:
+            raise RuntimeError(
+                f"init_process_group(backend='nccl'): {local_size} ranks on this machine need "
+                f"a GPU each, CuPy sees {gpus}; start at most {gpus} ranks per machine or use "
+                "backend='mpi' (CPU tensors)")
         self.backend = backend
         self.nccl = None
         if backend == "nccl":
@@ -77,10 +84,15 @@ def _abort_on_error(exc_type, exc, tb):
     # print it, then take the whole job down.
     _prev_excepthook(exc_type, exc, tb)
     sys.stderr.flush()
-    if _group is not None:
-        print(f"minigrad.distributed: rank {_group.rank} raised {exc_type.__name__}; aborting "
-              "all ranks (MPI Abort)", file=sys.stderr, flush=True)
-        MPI.COMM_WORLD.Abort(1)
+    print(f"minigrad.distributed: rank {MPI.COMM_WORLD.Get_rank()} raised {exc_type.__name__}; "
+          "aborting all ranks (MPI Abort)", file=sys.stderr, flush=True)
+    MPI.COMM_WORLD.Abort(1)
+
+
+def _gpu_count() -> int:
+    if not B.cuda_available():
+        return 0
+    return B.cupy.cuda.runtime.getDeviceCount()
 
 
 def init_process_group(backend: str = "auto") -> None:
@@ -88,7 +100,8 @@ def init_process_group(backend: str = "auto") -> None:
 
     Args:
         backend: ``"mpi"`` (CPU tensors), ``"nccl"`` (CUDA tensors through NCCL, CPU tensors
-            still through MPI) or ``"auto"`` (nccl when a GPU is available, else mpi).
+            still through MPI) or ``"auto"`` (nccl when this machine has a GPU for each of its
+            ranks, else mpi).
 
     With more than one rank an uncaught exception on any rank aborts the whole job
     (``MPI Abort``) instead of leaving the others hanging.
@@ -100,15 +113,15 @@ def init_process_group(backend: str = "auto") -> None:
     if backend not in ("auto", "mpi", "nccl"):
         raise ValueError(f"init_process_group: backend must be 'auto', 'mpi' or 'nccl', "
                          f"got {backend!r}")
-    if backend == "auto":
-        backend = "nccl" if B.cuda_available() else "mpi"
     if backend == "nccl" and not B.cuda_available():
         raise RuntimeError("init_process_group(backend='nccl') needs CuPy and a GPU; use "
                            "backend='mpi' for CPU tensors")
-    _group = _Group(MPI.COMM_WORLD.Dup(), backend)  # our own communicator: no crosstalk
-    if _group.size > 1 and _prev_excepthook is None:
+    # Before the group is built: a rank failing to set up its backend must abort the others,
+    # which would otherwise wait forever in NCCL's setup.
+    if MPI.COMM_WORLD.Get_size() > 1 and _prev_excepthook is None:
         _prev_excepthook = sys.excepthook
         sys.excepthook = _abort_on_error
+    _group = _Group(MPI.COMM_WORLD.Dup(), backend)  # our own communicator: no crosstalk
 
 
 def destroy_process_group() -> None:
@@ -222,13 +235,9 @@ def _agree_flags(flags):
     return rows.max(axis=0)
 
 
-def _last_overflow_ranks() -> list | None:
-    """Ranks whose own flags were nonzero in the last ``_agree_flags`` (None before any)."""
-    g = _require("_last_overflow_ranks")
-    if g.overflow_rows is None:
-        return None
-    rows = B.to_device(g.overflow_rows, "cpu")
-    return [int(r) for r in np.flatnonzero(rows.reshape(rows.shape[0], -1).any(axis=1))]
+def _last_overflow_rows():
+    """Each rank's flags from the last ``_agree_flags`` (rows on the flags' device), or None."""
+    return _require("_last_overflow_rows").overflow_rows
 
 
 from .callbacks import bcast_list_, make_allreduce_cb  # noqa: E402

@@ -97,7 +97,16 @@ def _targets(op, t, rows_shape, classes, ignore_index, weight, dtype):
     if ts.size and host_checks(xp) and bool(((ts < 0) | (ts >= classes)).any()):
         raise op_error(op, f"target values must be in [0, {classes}) or ignore_index",
                        ignore_index=ignore_index)
+    bad = None
+    if not host_checks(xp):
+        # GPU without index_debug: no host read per step (PyTorch asserts on the device); an
+        # out-of-range target makes its row, hence the loss and its gradient, NaN instead of
+        # silently reading another class, so a GradScaler skips the step and says why.
+        bad = (ts < 0) | (ts >= classes)
+        ts = xp.where(bad, 0, ts)
     wt = valid.astype(dtype) if weight is None else weight.astype(dtype)[ts] * valid
+    if bad is not None:
+        wt = xp.where(bad, xp.nan, wt).astype(dtype, copy=False)
     return ts, valid, wt
 
 
@@ -442,6 +451,8 @@ class BinaryCrossEntropy(_Pointwise):
                                    **{f"{what}_min": v.min(), f"{what}_max": v.max()})
         logp, log1mp = self._logs(p)
         loss = -(t * logp + (1.0 - t) * log1mp)
+        if not host_checks(xp):  # GPU: out-of-range values give NaN, as _targets explains
+            loss = xp.where((p < 0) | (p > 1) | (t < 0) | (t > 1), xp.nan, loss)
         return loss if weight is None else loss * weight.astype(loss.dtype)
 
     def _grad(self, p, t, needs, weight):

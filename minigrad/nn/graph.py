@@ -56,6 +56,8 @@ from .module import Module
 
 __all__ = ["Graph", "GraphConfig"]
 
+_MAX_RECAPTURES = 3  # hyperparameter changes that recapture the step before it stays eager
+
 class _Run:
     """State of one ``Graph`` call: its scaler and whether ``build`` called backward."""
 
@@ -306,12 +308,19 @@ class Graph:
             return None
         return backend
 
+    def _hyperparameters(self) -> tuple:
+        """Every optimizer's hyperparameters: a captured step bakes them into its kernels."""
+        return tuple(tuple((k, v) for k, v in g.items() if k != "params")
+                     for opt in self._optimizers for g in opt.param_groups)
+
     def _captured_call(self, backend, sig, args, kwargs):
         arrays = [a.data for a in args if isinstance(a, Tensor)]
         if self._captured is not None:
             step = self._captured[1]
             if step is None:                  # capture failed for this signature: eager
                 return self._run_one_step(args, kwargs)
+            if self._captured[2] != self._hyperparameters():
+                return self._recapture(backend, sig, args, kwargs)
             try:
                 return step.replay(*arrays)
             except cuda_graph.CaptureError as e:  # only the NumPy twin detects errors this late
@@ -321,16 +330,30 @@ class Graph:
         static_args = tuple(Tensor._make(a.data.copy(), a.requires_grad, None, 0)
                             if isinstance(a, Tensor) else a for a in args)
         static = [a.data for a in static_args if isinstance(a, Tensor)]
+        hyper = self._hyperparameters()
         try:
             step = backend.capture(lambda: self._run_one_step(static_args, kwargs), static,
                                    warmup=1)
         except cuda_graph.CaptureError as e:
             return self._capture_failed(sig, e, args, kwargs)
-        self.__dict__["_captured"] = (sig, step)
+        self.__dict__["_captured"] = (sig, step, hyper)
         return step.warmup_output
 
+    def _recapture(self, backend, sig, args, kwargs):
+        """A hyperparameter (a learning rate set by hand, say) changed since the capture, and
+        the graph holds the old value: capture again, or stay eager if it keeps changing."""
+        self.__dict__["_recaptures"] = self.__dict__.get("_recaptures", 0) + 1
+        if self._recaptures > _MAX_RECAPTURES:
+            self.__dict__["_captured"] = (sig, None, None)
+            self._warn_capture("optimizer hyperparameters changed after each of "
+                               f"{_MAX_RECAPTURES} captures (a hand-written schedule?); each "
+                               "change needs a new graph, so the step runs eagerly")
+            return self._run_one_step(args, kwargs)
+        self.__dict__["_captured"] = None
+        return self._captured_call(backend, sig, args, kwargs)
+
     def _capture_failed(self, sig, error, args, kwargs):
-        self.__dict__["_captured"] = (sig, None)
+        self.__dict__["_captured"] = (sig, None, None)
         self._warn_capture(f"capture failed: {error}")
         for opt in self._optimizers:          # drop gradients the failed attempt left behind
             opt.zero_grad()

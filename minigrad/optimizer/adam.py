@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import math
-
 from .. import _backend as B
-from .._backend import fused
+from .._backend import cuda_graph, fused
 from .optimizer import Optimizer, state_dtype
 
 __all__ = ["Adam", "AdamW"]
@@ -50,74 +48,47 @@ class Adam(Optimizer):
     def _update_group(self, group: dict, found_inf=None) -> None:
         lr = group["lr"]
         beta1, beta2 = group["betas"]
-        eps = group["eps"]
-        wd = group["weight_decay"]
         amsgrad = group["amsgrad"]
-        decoupled = self._decoupled
         state = self.state
         for p in group["params"]:
             grad = p.grad
             if grad is None:
                 continue
             data = p.data
-            xp = B.get_array_module(data)
-            sd = state_dtype(data.dtype)
-            low = data.dtype != sd
             st = state.get(p)
             if st is None:
+                xp, sd = B.get_array_module(data), state_dtype(data.dtype)
                 st = state[p] = {"step": 0, "exp_avg": xp.zeros(data.shape, sd),
                                  "exp_avg_sq": xp.zeros(data.shape, sd)}
-                if amsgrad:
-                    st["max_exp_avg_sq"] = xp.zeros(data.shape, sd)
-            if found_inf is not None:  # GPU, sync-free scaler: count the step on the device
-                t = st["step"]
-                if not hasattr(t, "shape"):
-                    with data.device:
-                        t = st["step"] = xp.full(1, t, B.int64)
-                t += found_inf.reshape(1) == 0
-            else:
-                t = st["step"] = st["step"] + 1
-            if fused.use_fused(data):  # GPU: the whole update is one kernel (_backend/fused.py)
-                dev_t = t if found_inf is not None else None
-                vmax = fused.adam_update(data, grad.data, st["exp_avg"], st["exp_avg_sq"],
-                                         st.get("max_exp_avg_sq"), 1 if dev_t is not None else t,
-                                         lr, beta1, beta2, eps, wd, decoupled, amsgrad,
-                                         found_inf, dev_t)
-                if amsgrad:
-                    st["max_exp_avg_sq"] = vmax
-                p._version += 1
-                continue
-            w = data.astype(sd) if low else data
-            g = grad.data
-            if g.dtype != sd:
-                g = g.astype(sd)
-            if wd != 0:
-                if decoupled:
-                    w *= 1.0 - lr * wd
-                else:
-                    g = g + wd * w
-            m = st["exp_avg"]
-            v = st["exp_avg_sq"]
-            # PyTorch updates m with lerp(m, g, 1 - beta1): m + (1 - beta1) * (g - m).
-            m += (1.0 - beta1) * (g - m)
-            v *= beta2
-            v += (1.0 - beta2) * (g * g)
+            t = _advance(st, data, found_inf)
+            on_device = hasattr(t, "shape")
+            # One body on both backends: a kernel on the GPU, its NumPy twin on the CPU.
+            vmax = fused.adam_update(data, grad.data, st["exp_avg"], st["exp_avg_sq"],
+                                     st.get("max_exp_avg_sq"), 1 if on_device else t, lr, beta1,
+                                     beta2, group["eps"], group["weight_decay"],
+                                     self._decoupled, amsgrad, found_inf,
+                                     t if on_device else None)
             if amsgrad:
-                vmax = st.get("max_exp_avg_sq")
-                if vmax is None:  # amsgrad switched on after the first steps
-                    vmax = st["max_exp_avg_sq"] = v.copy()
-                xp.maximum(vmax, v, out=vmax)
-                v = vmax
-            step_size = lr / (1.0 - beta1 ** t)
-            denom = xp.sqrt(v)
-            denom /= math.sqrt(1.0 - beta2 ** t)
-            denom += eps
-            upd = m / denom
-            upd *= step_size
-            w -= upd
-            if low:
-                xp.copyto(data, w, casting="unsafe")
+                st["max_exp_avg_sq"] = vmax
             p._version += 1
+
+
+def _advance(st: dict, data, found_inf):
+    """Count one step in ``st`` and return the count: a host int, or a 1-element int64 array
+    when the count must live with the data (a sync-free scaler skips steps on the device; a
+    captured step replays without Python, so a host count would be frozen at capture). It
+    moves there in the capture's eager warm-up: a copy made while recording would be replayed
+    too, resetting the count every step."""
+    t = st["step"]
+    if found_inf is not None or hasattr(t, "shape") or cuda_graph.recording():
+        if not hasattr(t, "shape"):
+            xp = B.get_array_module(data)
+            with B.device_scope(data):
+                t = st["step"] = xp.full(1, t, B.int64)
+        t += 1 if found_inf is None else (found_inf.reshape(1) == 0)
+        return t
+    t = st["step"] = t + 1
+    return t
 
 
 class AdamW(Adam):

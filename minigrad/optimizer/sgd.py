@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from .. import _backend as B
 from .._backend import fused
-from .optimizer import Optimizer, state_dtype
+from .optimizer import Optimizer
 
 __all__ = ["SGD"]
 
@@ -48,52 +47,17 @@ class SGD(Optimizer):
                                       weight_decay=weight_decay, nesterov=nesterov))
 
     def _update_group(self, group: dict, found_inf=None) -> None:
-        lr = group["lr"]
-        momentum = group["momentum"]
-        damp = 1.0 - group["dampening"]
-        wd = group["weight_decay"]
-        nesterov = group["nesterov"]
         state = self.state
         for p in group["params"]:
             grad = p.grad
             if grad is None:
                 continue
-            data = p.data
-            if fused.use_fused(data):  # GPU: the whole update is one kernel (_backend/fused.py)
-                st = state.get(p)
-                buf = fused.sgd_update(data, grad.data, None if st is None else
-                                       st["momentum_buffer"], lr, momentum, group["dampening"],
-                                       wd, nesterov, found_inf)
-                if buf is not None and st is None:
-                    state[p] = {"momentum_buffer": buf}
-                p._version += 1
-                continue
-            sd = state_dtype(data.dtype)
-            low = data.dtype != sd
-            # Low-precision weights: do the math in float32 and round once at the end.
-            w = data.astype(sd) if low else data
-            g = grad.data
-            if g.dtype != sd:
-                g = g.astype(sd)
-            if wd != 0:
-                g = g + wd * w  # out of place: p.grad itself is never modified
-            if momentum != 0:
-                st = state.get(p)
-                if st is None:
-                    buf = g.astype(sd, copy=True)
-                    state[p] = {"momentum_buffer": buf}
-                else:
-                    buf = st["momentum_buffer"]
-                    buf *= momentum
-                    if damp != 1.0:
-                        buf += damp * g
-                    else:
-                        buf += g
-                g = g + momentum * buf if nesterov else buf
-            xp = B.get_array_module(data)
-            if low:
-                w -= lr * g
-                xp.copyto(data, w, casting="unsafe")
-            else:
-                xp.subtract(data, lr * g, out=data)
+            st = state.get(p)
+            # One body on both backends: a kernel on the GPU, its NumPy twin on the CPU.
+            buf = fused.sgd_update(p.data, grad.data, None if st is None else
+                                   st["momentum_buffer"], group["lr"], group["momentum"],
+                                   group["dampening"], group["weight_decay"], group["nesterov"],
+                                   found_inf)
+            if buf is not None and st is None:
+                state[p] = {"momentum_buffer": buf}
             p._version += 1

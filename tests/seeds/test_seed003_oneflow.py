@@ -78,13 +78,13 @@ def test_enable_amp_and_grad_scaler():
 
 
 def test_guide_label_shape_means_class_indices():
-    _, model, loss_fn, _ = _setup()
-    x = flow.randn(128, 256)
+    device, model, loss_fn, _ = _setup()
+    x = flow.randn(128, 256, device=device)
     logits = model(x)
-    same = loss_fn(logits, flow.ones(128, 1, dtype=flow.int64)).item()
-    assert same == loss_fn(logits, flow.ones(128, dtype=flow.int64)).item()
+    same = loss_fn(logits, flow.ones(128, 1, dtype=flow.int64, device=device)).item()
+    assert same == loss_fn(logits, flow.ones(128, dtype=flow.int64, device=device)).item()
     with pytest.raises(Exception, match="target"):  # floats would be probabilities: no guess
-        loss_fn(logits, flow.ones(128, 1))
+        loss_fn(logits, flow.ones(128, 1, device=device))
 
 
 def test_enable_amp_without_scaler():

@@ -423,8 +423,8 @@ def test_seed_gradient_accumulation_block():
     mg.manual_seed(0)
     model = make_model(in_size, out_size, num_layers)
     rng = np.random.default_rng(0)
-    data = [(mg.tensor(rng.standard_normal((8, in_size)).astype(np.float32)),
-             mg.tensor(rng.standard_normal((8, out_size)).astype(np.float32)))
+    data = [(mg.tensor(rng.standard_normal((8, in_size)).astype(np.float32), device=device),
+             mg.tensor(rng.standard_normal((8, out_size)).astype(np.float32), device=device))
             for _ in range(4)]
     ns = {"mg": mg, "GradScaler": mg.amp.GradScaler, "autocast": mg.autocast,
           "epochs": range(2), "data": data, "model": model, "iters_to_accumulate": 2,
