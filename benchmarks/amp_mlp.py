@@ -108,30 +108,41 @@ def torch_copy(torch, net, device):
 
 
 class _Step(mg.nn.Graph):
-    """One training step as an ``nn.Graph`` (OneFlow style)."""
+    """One training step as an ``nn.Graph`` (OneFlow style); ``capture`` runs it as a CUDA graph
+    (which needs the sync-free scaler: the host-path one reads its flag every step)."""
 
-    def __init__(self, net, loss_fn, opt, mixed):
+    def __init__(self, net, loss_fn, opt, mixed, capture=False):
         super().__init__()
         self.net, self.loss_fn = net, loss_fn
         self.add_optimizer(opt)
+        self.config.enable_cuda_graph(capture)
         if mixed:
             self.config.enable_amp(True)
-            self.set_grad_scaler(amp.GradScaler())
+            self.set_grad_scaler(amp.GradScaler(sync_free=capture))
 
     def build(self, x, t):
         loss = self.loss_fn(self.net(x), t)
         loss.backward()
         return loss
 
+    def path(self) -> str:
+        """How the last calls ran: ``graph replay`` (with the replay count) or ``eager``."""
+        step = self._captured[1] if self._captured is not None else None
+        if step is None:
+            return "eager"
+        return f"{type(step).__name__} ({step.replays} replays)"
 
-def minigrad_trainer(cfg, data, targets, mixed, graph, device):
-    """``train(batches, epochs) -> final loss`` on a fresh, seeded minigrad model."""
+
+def minigrad_trainer(cfg, data, targets, mixed, graph, device, paths=None):
+    """``train(batches, epochs) -> final loss`` on a fresh, seeded minigrad model; ``graph`` is
+    None (eager), ``"eager"`` (an nn.Graph) or ``"captured"`` (an nn.Graph as a CUDA graph).
+    The path the step took is appended to ``paths``."""
     mg.manual_seed(0)
     net = make_model(cfg.in_size, cfg.out_size, cfg.layers, device)
     opt = mg.optimizer.SGD(net.parameters(), lr=0.001)
     loss_fn = mg.nn.MSELoss()
     scaler = amp.GradScaler(enabled=mixed)
-    step = _Step(net, loss_fn, opt, mixed) if graph else None
+    step = _Step(net, loss_fn, opt, mixed, graph == "captured") if graph else None
 
     def train(batches, epochs):
         loss = None
@@ -146,6 +157,8 @@ def minigrad_trainer(cfg, data, targets, mixed, graph, device):
                 scaler.step(opt)
                 scaler.update()
                 opt.zero_grad()
+        if paths is not None:
+            paths.append(step.path() if step is not None else "eager")
         return float(loss.item())
 
     return train
@@ -220,11 +233,14 @@ def bench(cfg, batch, device, torch):
     gpu = device != "cpu"
     mg_mem = (mg.cuda.reset_peak_memory_stats, mg.cuda.max_memory_allocated) if gpu else None
     # (name, trainer factory for `mixed`, synchronize, (reset, peak) or None)
+    paths: dict = {}
     runs = [("minigrad eager", lambda m: (lambda: minigrad_trainer(
-        cfg, mg_data, mg_targets, m, False, device)), mg.cuda.synchronize, mg_mem)]
-    if hasattr(mg.nn, "Graph"):
-        runs.append(("minigrad nn.Graph", lambda m: (lambda: minigrad_trainer(
-            cfg, mg_data, mg_targets, m, True, device)), mg.cuda.synchronize, mg_mem))
+        cfg, mg_data, mg_targets, m, None, device)), mg.cuda.synchronize, mg_mem)]
+    for kind in ("eager", "captured") if gpu else ("eager",):
+        name = f"minigrad nn.Graph {kind}"
+        runs.append((name, lambda m, kind=kind, name=name: (lambda: minigrad_trainer(
+            cfg, mg_data, mg_targets, m, kind, device, paths.setdefault((name, m), []))),
+            mg.cuda.synchronize, mg_mem))
     if torch is not None:
         runs.append(("PyTorch eager", lambda m: (lambda: torch_trainer(
             torch, cfg, data, targets, m, device)),
@@ -250,13 +266,14 @@ def bench(cfg, batch, device, torch):
             prec, res = ("mixed" if mixed else "default"), results[name, mixed]
             if isinstance(res, Exception):
                 rows.append((name, prec, batch, "error", "-", f"{type(res).__name__}: {res}"[:80],
-                             "-"))
+                             "-", "-"))
                 continue
             secs, loss = res
             base = secs if not mixed else base
             speed = f"{base / secs:.2f}x" if mixed and base else "1.00x"
+            ran = paths.get((name, mixed))
             rows.append((name, prec, batch, secs, mib(peaks.get((name, mixed))), f"{loss:.4f}",
-                         speed))
+                         speed, ran[1] if ran and len(ran) > 1 else "eager"))
     return rows
 
 
@@ -287,7 +304,7 @@ def main(argv=None) -> int:
     for b in (int(s) for s in cfg.batch_sizes.split(",")):
         rows += bench(cfg, b, device, torch)
     headers = ["framework", "precision", "batch", "total s", "peak MiB", "final loss",
-               "mixed speed-up"]
+               "mixed speed-up", "path (timed run)"]
     notes = (f"device: {device_name(gpu)}; MLP {cfg.layers} x Linear({cfg.size}), "
              f"{cfg.num_batches} batches x {cfg.epochs} epochs, SGD lr 0.001, MSE; mixed = "
              f"float16 autocast + GradScaler; {cfg.warmup} untimed warm-up batches per row; "
