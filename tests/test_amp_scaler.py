@@ -909,14 +909,18 @@ def test_inplace_unscale_bit_identical_to_out_of_place(specs, inv, seed):
         np.testing.assert_array_equal(_bits(w), _bits(r))
 
 
-def test_mt_table_indexing_covers_every_element_once():
-    """The multi-tensor kernel's element -> (tensor, offset) search, run in Python."""
+@pytest.mark.parametrize("operands", [1, 3])
+def test_mt_table_indexing_covers_every_element_once(operands):
+    """The multi-tensor kernels' element -> (tensor, offset) search, run in Python."""
+    from minigrad._backend import multi_tensor
+
     arrs = [np.zeros(n, np.float32) for n in (3, 0, 1, 5)]
-    arrs = [a for a in arrs if a.size]    # the CuPy wrapper drops empty arrays first
-    table = _fused.mt_table(arrs)
+    arrs = [a for a in arrs if a.size]    # the CuPy wrappers drop empty arrays first
+    lists = [arrs] + [[a.copy() for a in arrs] for _ in range(operands - 1)]
+    table = multi_tensor.table(*lists)
     n = len(arrs)
-    assert list(table[:n]) == [a.ctypes.data for a in arrs]
-    ends, seen = table[n:], []
+    assert list(table[:n * operands]) == [a.ctypes.data for lst in lists for a in lst]
+    ends, seen = table[n * operands:], []
     for i in range(int(ends[-1])):
         lo, hi = 0, n - 1
         while lo < hi:

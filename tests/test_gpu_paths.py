@@ -278,21 +278,24 @@ class _FakeCudnn(types.ModuleType):
         return Graph()
 
 
-def test_cudnn_plan_float32_tf32_and_nhwc(monkeypatch):
+@pytest.mark.parametrize("layout,strides,out_strides", [
+    ("nhwc", [[240, 1, 48, 8], [72, 1, 24, 8]], [48, 1, 16, 4]),
+    ("nchw", [[240, 30, 6, 1], [72, 9, 3, 1]], [48, 12, 4, 1])])
+def test_cudnn_plan_float32_tf32_and_layout(monkeypatch, layout, strides, out_strides):
     fake = _FakeCudnn()
     monkeypatch.setitem(cudnn_conv._state, "module", fake)
     x, w, y = (2, 8, 5, 6), (4, 8, 3, 3), (2, 4, 3, 4)
     for tf32 in (True, False):
         fake.calls.clear()
         cudnn_conv._Plan("fprop", x, w, y, np.dtype(np.float32), (1, 1), (0, 0), (1, 1), tf32,
-                         handle=7)
+                         layout, handle=7)
         names = [c[0] for c in fake.calls]
         assert fake.calls[0] == ("pygraph", dict(handle=7, io_data_type="FLOAT",
                                                  intermediate_data_type="FLOAT",
                                                  compute_data_type="FLOAT"))
         tensors = [c[2] for c in fake.calls if c[0] == "tensor"]
-        assert [t["stride"] for t in tensors] == [[240, 1, 48, 8], [72, 1, 24, 8]]  # NHWC
-        assert ("set_stride", ([48, 1, 16, 4],), {}) in fake.calls
+        assert [t["stride"] for t in tensors] == strides
+        assert ("set_stride", (out_strides,), {}) in fake.calls
         deselect = [c for c in fake.calls if c[0] == "deselect_numeric_notes"]
         if tf32:   # PyTorch's default: TF32 engines allowed
             assert deselect == []
@@ -359,10 +362,10 @@ def test_amp_mlp_cpu_smoke(tmp_path):
     rows = _rows(text)
     names = {(r[0], r[1]) for r in rows}
     assert {("minigrad eager", "default"), ("minigrad eager", "mixed"),
-            ("minigrad nn.Graph", "default"), ("minigrad nn.Graph", "mixed")} <= names
+            ("minigrad nn.Graph eager", "default"), ("minigrad nn.Graph eager", "mixed")} <= names
     by = {(r[0], r[1]): r for r in rows}
     # same data, same initial weights, same recipe: eager and nn.Graph end at the same loss
-    assert by[("minigrad eager", "default")][5] == by[("minigrad nn.Graph", "default")][5]
+    assert by[("minigrad eager", "default")][5] == by[("minigrad nn.Graph eager", "default")][5]
     assert float(by[("minigrad eager", "mixed")][5]) == pytest.approx(
         float(by[("minigrad eager", "default")][5]), rel=1e-2)
     assert "amp_mlp" in out.read_text()
@@ -489,26 +492,34 @@ def test_gpu_fused_kernels_match_numpy_reference(rng):
 
 
 @needs_gpu
-def test_gpu_cudnn_conv_matches_im2col(rng):
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+def test_gpu_cudnn_conv_matches_im2col(rng, monkeypatch, layout):
     if not cudnn_conv.available():
         pytest.skip("nvidia-cudnn-frontend / cuDNN library not available")
-    for stride, padding, groups in (((1, 1), (1, 1), 1), ((2, 2), (0, 0), 1), ((1, 1), (1, 1), 2)):
-        x_np = rng.standard_normal((4, 8, 12, 12)).astype(np.float16)
-        w_np = (rng.standard_normal((16, 8 // groups, 3, 3)) * 0.2).astype(np.float16)
-        results = []
-        for use_cudnn in (False, True):
-            prev = cudnn_conv.set_enabled(use_cudnn)
-            try:
-                x = mg.tensor(x_np, device="cuda", requires_grad=True)
-                w = mg.tensor(w_np, device="cuda", requires_grad=True)
-                y = F.conv2d(x, w, stride=stride, padding=padding, groups=groups)
-                (y.astype("float32") * y.astype("float32")).sum().backward()
-                results.append([t.numpy().astype(np.float32) for t in (y, x.grad, w.grad)])
-            finally:
-                cudnn_conv.set_enabled(prev)
-        for ref, got in zip(*results):
-            np.testing.assert_allclose(got, ref, rtol=2e-2, atol=2e-2 * np.abs(ref).max())
-    assert cudnn_conv.plan_cache_info()["plans"] >= 3
+    monkeypatch.setattr(cudnn_conv, "_plans", {})       # plans of earlier tests must not count
+    monkeypatch.setitem(cudnn_conv._state, "layout", layout)
+    configs = (((1, 1), (1, 1), 1), ((2, 2), (0, 0), 1), ((1, 1), (1, 1), 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                  # a fallback to im2col warns: fail on it
+        for stride, padding, groups in configs:
+            x_np = rng.standard_normal((4, 8, 12, 12)).astype(np.float16)
+            w_np = (rng.standard_normal((16, 8 // groups, 3, 3)) * 0.2).astype(np.float16)
+            results = []
+            for use_cudnn in (False, True):
+                prev = cudnn_conv.set_enabled(use_cudnn)
+                try:
+                    x = mg.tensor(x_np, device="cuda", requires_grad=True)
+                    w = mg.tensor(w_np, device="cuda", requires_grad=True)
+                    y = F.conv2d(x, w, stride=stride, padding=padding, groups=groups)
+                    (y.astype("float32") * y.astype("float32")).sum().backward()
+                    results.append([t.numpy().astype(np.float32) for t in (y, x.grad, w.grad)])
+                finally:
+                    cudnn_conv.set_enabled(prev)
+            for ref, got in zip(*results):
+                np.testing.assert_allclose(got, ref, rtol=2e-2, atol=2e-2 * np.abs(ref).max())
+    # fprop, dgrad and wgrad of every configuration ran on cuDNN plans of this layout
+    assert cudnn_conv.plan_cache_info() == {"plans": 3 * len(configs), "unsupported": 0}
+    assert all(key[-2] == layout for key in cudnn_conv._plans)
 
 
 @needs_gpu
@@ -638,3 +649,87 @@ def test_gpu_cuda_graph_capture_error_on_host_sync():
     assert info.value.warmup_output == 8.0   # the eager warm-up call's result
     assert not cuda_graph.is_capturing()
     assert float((x * 3).sum()) == 12.0   # the stream works after the failed capture
+
+
+# ----------------------------------------------------------------------------- kernels vs twins
+_SGD_CONFIGS = [dict(momentum=0.9), dict(momentum=0.9, nesterov=True, weight_decay=1e-2),
+                dict(momentum=0.0, weight_decay=1e-3), dict(momentum=0.5, dampening=0.1)]
+
+
+@needs_gpu
+@pytest.mark.parametrize("kw", _SGD_CONFIGS)
+def test_gpu_multi_tensor_sgd_equals_the_per_tensor_kernel_and_the_twin(kw, rng):
+    shapes = [(7,), (3, 5), (1,), (64, 33)] + [(10,)] * 9   # more than 8: a real table
+    init = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    grads = [[rng.standard_normal(s).astype(np.float32) for s in shapes] for _ in range(3)]
+
+    def train(device, many):
+        ps = [mg.Parameter(a.copy(), device=device) for a in init]
+        opt = SGD(ps, lr=0.05, **kw)
+        for step in grads:
+            for p, g in zip(ps, step):
+                p.grad = mg.tensor(g, device=device)
+            if many:
+                opt.step()
+            else:   # the per-tensor kernel, parameter by parameter
+                for p in ps:
+                    st = opt.state.get(p)
+                    buf = fused.sgd_update(p.data, p.grad.data, None if st is None else
+                                           st["momentum_buffer"], 0.05, kw.get("momentum", 0.0),
+                                           kw.get("dampening", 0.0), kw.get("weight_decay", 0.0),
+                                           kw.get("nesterov", False))
+                    if buf is not None and st is None:
+                        opt.state[p] = {"momentum_buffer": buf}
+        return [p.numpy() for p in ps]
+
+    many, single, twin = train("cuda", True), train("cuda", False), train("cpu", True)
+    for a, b, c in zip(many, single, twin):
+        np.testing.assert_array_equal(a, b)                  # same arithmetic, bit for bit
+        np.testing.assert_allclose(a, c, rtol=1e-6, atol=1e-7)  # FMA contraction aside
+
+
+@needs_gpu
+def test_gpu_multi_tensor_sgd_skips_on_the_flag():
+    ps = [mg.Parameter(np.ones(5, np.float32), device="cuda") for _ in range(10)]
+    opt = SGD(ps, lr=0.1, momentum=0.9)
+    for p in ps:
+        p.grad = mg.ones(5, device="cuda")
+    opt.step()                                   # makes the buffers
+    before = [p.numpy().copy() for p in ps]
+    bufs = [opt.state[p]["momentum_buffer"].get() for p in ps]
+    for p in ps:
+        p.grad = mg.ones(5, device="cuda")
+    opt.step(found_inf=mg._backend.cupy.ones(1, np.int32))
+    for p, b, buf in zip(ps, before, bufs):
+        np.testing.assert_array_equal(p.numpy(), b)
+        np.testing.assert_array_equal(opt.state[p]["momentum_buffer"].get(), buf)
+
+
+@needs_gpu
+@pytest.mark.parametrize("found,bad", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_gpu_scale_update_kernel_equals_its_numpy_twin(found, bad):
+    from minigrad._backend import cupy
+
+    for tracker0 in (0, 1, 2):
+        host = [np.array([1024.0]), np.array([tracker0], np.int64)]
+        dev = [cupy.asarray(a) for a in host]
+        for arrays, xp in ((host, np), (dev, cupy)):
+            fused.scale_update(*arrays, xp.array([found], np.int32), xp.array([bad], np.int32),
+                               2.0, 0.5, 3, 1.0)
+        assert float(dev[0].get()[0]) == float(host[0][0])
+        assert int(dev[1].get()[0]) == int(host[1][0])
+
+
+@needs_gpu
+def test_gpu_capture_safe_joins_replay_new_values():
+    from minigrad._backend import cupy
+
+    parts = [cupy.full(3, i, np.float32) for i in range(12)]    # > 8: CuPy would copy a table
+    step = cuda_graph.capture(lambda: (cuda_graph.concatenate(parts), cuda_graph.stack(parts)),
+                              [parts[0]])
+    step.replay(cupy.full(3, 42.0, np.float32))
+    cat, st = step.output
+    mg.cuda.synchronize()
+    expect = [np.full(3, 42.0 if i == 0 else i, np.float32) for i in range(12)]
+    np.testing.assert_array_equal(cat.get(), np.concatenate(expect))
+    np.testing.assert_array_equal(st.get(), np.stack(expect))

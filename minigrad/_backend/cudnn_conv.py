@@ -11,9 +11,10 @@ im2col + one cuBLAS GEMM (``functional/_conv_kernels.py``, always available) or,
 float16/bfloat16 compute in float32 (Tensor Core semantics, invariant 4). float32 runs on cuDNN
 too, as in PyTorch: with TF32 Tensor Cores unless ``set_allow_tf32(False)`` (PyTorch's
 ``torch.backends.cudnn.allow_tf32``, default True); float64 stays on im2col. cuDNN's convolution
-engines want channels-last memory, so operands are copied NCHW -> NHWC and the result back (cuDNN
-tensors are described by NCHW dims with NHWC strides). Every function returns None when cuDNN
-cannot run the case (no package, float64, a graph cuDNN rejects): the caller then takes the
+graphs describe minigrad's C-contiguous NCHW arrays as they are (NCHW dims and strides: no copy);
+``MINIGRAD_CUDNN_LAYOUT=nhwc`` instead copies the operands to channels-last and the result back
+(NHWC strides), which some engines prefer. Every function returns None when cuDNN cannot run the
+case (no package, float64, a graph cuDNN rejects): the caller then takes the
 im2col path. Plans are built once per (op, shapes, stride, padding, dilation, groups, dtype, TF32,
 device) and cached; the plan is looked up before any copy or allocation, and a rejected key is
 remembered so it is not retried every step. Arrays reach cuDNN as raw device pointers (the
@@ -44,7 +45,10 @@ TESTED_FRONTEND = "1.23.0"
 _ndarray = np.ndarray
 _DTYPES = (float16, bfloat16, float32)
 _state = {"checked": False, "ok": False, "enabled": os.environ.get("MINIGRAD_CUDNN", "1") != "0",
-          "tf32": True, "module": None, "reason": None}
+          "tf32": True, "module": None, "reason": None,
+          # Memory layout cuDNN is handed: "nchw" passes minigrad's arrays as they are; "nhwc"
+          # copies operands to channels-last and the result back (3 copies per call).
+          "layout": os.environ.get("MINIGRAD_CUDNN_LAYOUT", "nchw")}
 _plans: dict = {}      # key -> _Plan, or None for a case cuDNN rejected
 _handles: dict = {}    # device id -> [cudnn handle, stream pointer it was last set to]
 
@@ -166,6 +170,12 @@ def nhwc_strides(shape):
     return [h * w * c, 1, w * c, c]
 
 
+def nchw_strides(shape):
+    """Element strides of a C-contiguous NCHW tensor."""
+    n, c, h, w = shape
+    return [c * h * w, h * w, w, 1]
+
+
 def _nhwc(a):
     """One copy NCHW -> NHWC memory (none if already so), as the NCHW-shaped view cuDNN
     describes."""
@@ -178,15 +188,16 @@ class _Plan:
     __slots__ = ("graph", "a", "b", "out", "workspace")
 
     def __init__(self, kind, a_shape, b_shape, out_shape, dtype, stride, padding, dilation,
-                 tf32, handle):
+                 tf32, layout, handle):
         cudnn = _state["module"]
         dt = {float16: cudnn.data_type.HALF, bfloat16: cudnn.data_type.BFLOAT16,
               float32: cudnn.data_type.FLOAT}[dtype]
         g = cudnn.pygraph(handle=handle, io_data_type=dt,
                           intermediate_data_type=cudnn.data_type.FLOAT,
                           compute_data_type=cudnn.data_type.FLOAT)
-        ta = g.tensor(name="a", dim=list(a_shape), stride=nhwc_strides(a_shape), data_type=dt)
-        tb = g.tensor(name="b", dim=list(b_shape), stride=nhwc_strides(b_shape), data_type=dt)
+        strides = nhwc_strides if layout == "nhwc" else nchw_strides
+        ta = g.tensor(name="a", dim=list(a_shape), stride=strides(a_shape), data_type=dt)
+        tb = g.tensor(name="b", dim=list(b_shape), stride=strides(b_shape), data_type=dt)
         conv = dict(padding=list(padding), stride=list(stride), dilation=list(dilation),
                     compute_data_type=cudnn.data_type.FLOAT)
         if kind == "fprop":
@@ -196,7 +207,7 @@ class _Plan:
         else:
             y = g.conv_wgrad(image=ta, loss=tb, **conv)
         # dgrad/wgrad output dims cannot be inferred (output padding, kernel size): always set.
-        y.set_output(True).set_dim(list(out_shape)).set_stride(nhwc_strides(out_shape))
+        y.set_output(True).set_dim(list(out_shape)).set_stride(strides(out_shape))
         y.set_data_type(dt)
         g.validate()
         g.build_operation_graph()
@@ -227,10 +238,10 @@ def _plan(key, kind, a, b, out_shape, stride, padding, dilation, groups, handle)
     """The cached plan for ``key`` (built on first use), or None for a case cuDNN rejects."""
     plan = _plans.get(key, False)
     if plan is False:
-        tf32 = key[-2]
+        tf32, layout = key[-3], key[-2]
         try:
             plan = _Plan(kind, a.shape, b.shape, out_shape, a.dtype, stride, padding, dilation,
-                         tf32, handle)
+                         tf32, layout, handle)
         except Exception as e:  # cudnnGraphNotSupportedError and friends
             warnings.warn(f"cuDNN rejected conv2d {kind} for shapes {a.shape} x {b.shape} "
                           f"(stride {stride}, padding {padding}, dilation {dilation}, "
@@ -245,8 +256,9 @@ def _run(kind, a, b, out_shape, stride, padding, dilation, groups):
     """Execute (building on first use) the ``kind`` graph; None when cuDNN rejects the case."""
     dev = a.device.id
     tf32 = _state["tf32"] if a.dtype == float32 else False
+    layout = _state["layout"]
     key = (kind, a.shape, b.shape, out_shape, stride, padding, dilation, groups, a.dtype.str,
-           tf32, dev)
+           tf32, layout, dev)
     plan = _plans.get(key, False)
     if plan is None:  # known unsupported: nothing copied, nothing allocated
         return None
@@ -257,9 +269,13 @@ def _run(kind, a, b, out_shape, stride, padding, dilation, groups):
             plan = _plan(key, kind, a, b, out_shape, stride, padding, dilation, groups, handle)
             if plan is None:
                 return None
-        a_l, b_l = _nhwc(a), _nhwc(b)
-        n, c, h, w = out_shape
-        out = cupy.empty((n, h, w, c), a.dtype)  # NHWC memory
+        if layout == "nhwc":
+            a_l, b_l = _nhwc(a), _nhwc(b)
+            n, c, h, w = out_shape
+            out = cupy.empty((n, h, w, c), a.dtype)
+        else:  # no copy for the C-contiguous arrays minigrad passes around
+            a_l, b_l = cupy.ascontiguousarray(a), cupy.ascontiguousarray(b)
+            out = cupy.empty(out_shape, a.dtype)
         ws = cupy.empty(plan.workspace, np.uint8) if plan.workspace else None
         pack = {plan.a: int(a_l.data.ptr), plan.b: int(b_l.data.ptr), plan.out: int(out.data.ptr)}
         try:
@@ -270,5 +286,7 @@ def _run(kind, a, b, out_shape, stride, padding, dilation, groups):
                           RuntimeWarning, stacklevel=4)
             _plans[key] = None
             return None
+    if layout == "nchw":
+        return out
     # The rest of minigrad expects C-contiguous NCHW arrays (as the im2col path returns).
     return cupy.ascontiguousarray(out.transpose(0, 3, 1, 2))

@@ -21,11 +21,11 @@ import math
 
 import numpy as np
 
-from . import cuda_graph, cupy
+from . import cuda_graph, cupy, multi_tensor
 from .dtypes import float32, float64
 
 __all__ = ["use_fused", "unscale_and_check", "unscale_inplace_and_check", "sgd_update",
-           "adam_update", "scale_update"]
+           "sgd_update_many", "adam_update", "scale_update"]
 
 _ndarray = np.ndarray
 
@@ -186,85 +186,18 @@ def unscale_inplace_and_check(grads, inv_scale, found) -> None:
                 found[...] = 1
 
 
-# Multi-tensor kernel: thread i finds its tensor by binary search over the running element
-# counts ``ends`` and unscales one element of it (grid-stride loop over all elements).
-_MT_SRC = r"""
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-extern "C" __global__ void minigrad_unscale_mt(const long long* table, int n_tensors,
-                                               long long total, const {C}* inv_p, int* found) {
-  const long long* ends = table + n_tensors;
-  const {C} inv = inv_p[0];
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-       i += (long long)gridDim.x * blockDim.x) {
-    int lo = 0, hi = n_tensors - 1;
-    while (lo < hi) {
-      int mid = (lo + hi) >> 1;
-      if (ends[mid] > i) hi = mid; else lo = mid + 1;
-    }
-    {T}* p = reinterpret_cast<{T}*>(table[lo]);
-    long long j = i - (lo ? ends[lo - 1] : 0);
-    {C} v = static_cast<{C}>(p[j]) * inv;
-    {T} u = static_cast<{T}>(v);
-    p[j] = u;
-    if (!isfinite(static_cast<{C}>(u))) found[0] = 1;
-  }
-}
-"""
-_CTYPES = {"float16": "__half", "bfloat16": "__nv_bfloat16", "float32": "float",
-           "float64": "double"}
-_mt_kernels: dict = {}
-
-
-def mt_table(grads) -> np.ndarray:
-    """The kernel's int64 table: addresses of ``grads``, then their running element counts."""
-    ptrs = [g.data.ptr if use_fused(g) else g.ctypes.data for g in grads]
-    return np.array(ptrs + list(np.cumsum([g.size for g in grads])), np.int64)
-
-
-def _mt_kernel(dtype):
-    k = _mt_kernels.get(dtype)
-    if k is None:
-        c = "double" if dtype == float64 else "float"
-        src = _MT_SRC.replace("{C}", c).replace("{T}", _CTYPES[np.dtype(dtype).name])
-        k = _mt_kernels[dtype] = cupy.RawKernel(src, "minigrad_unscale_mt")
-    return k
-
-
-def _device_table(host):
-    """``host`` on the device. During a CUDA graph capture the copy is recorded from pinned
-    memory kept alive with the graph (its copy node re-reads it at every replay; CuPy's own
-    ``set`` refuses to copy while capturing); eagerly a plain copy."""
-    stream = cupy.cuda.get_current_stream()
-    if not stream.is_capturing():
-        return cupy.asarray(host)
-    pinned = cupy.cuda.alloc_pinned_memory(host.nbytes)
-    np.frombuffer(pinned, np.int64, host.size)[:] = host
-    table = cupy.empty(host.size, np.int64)
-    cupy.cuda.runtime.memcpyAsync(table.data.ptr, pinned.ptr, host.nbytes,
-                                  cupy.cuda.runtime.memcpyHostToDevice, stream.ptr)
-    cuda_graph.keep_alive(pinned, table)
-    return table
-
-
 def _unscale_inplace_cupy(grads, inv_scale, found):
     groups: dict = {}
     for g in grads:
-        groups.setdefault(g.dtype, []).append(g)
+        if g.size:
+            groups.setdefault(g.dtype, []).append(g)
     with found.device:
         found.fill(0)
         for dtype, arrs in groups.items():
-            arrs = [g for g in arrs if g.size]
-            if not arrs:
-                continue
             cdt = float64 if dtype == float64 else float32
             inv = (inv_scale.astype(cdt).reshape(1) if use_fused(inv_scale)
                    else cupy.full(1, inv_scale, cdt))
-            host = mt_table(arrs)
-            total = int(host[-1])
-            blocks = min((total + 255) // 256, 4096)
-            _mt_kernel(dtype)((blocks,), (256,), (_device_table(host), np.int32(len(arrs)),
-                                                  np.int64(total), inv, found))
+            multi_tensor.unscale(arrs, inv, found)
 
 
 # ----------------------------------------------------------------------------- SGD
@@ -308,6 +241,29 @@ def sgd_update(param, grad, momentum_buf, lr, momentum, dampening, weight_decay,
         _sgd_numpy(param, grad, momentum_buf, lr, momentum, dampening, weight_decay, nesterov,
                    first)
     return momentum_buf if momentum != 0 else None
+
+
+def sgd_update_many(params, grads, bufs, lr, momentum, dampening, weight_decay, nesterov,
+                    found_inf=None) -> None:
+    """:func:`sgd_update` (after the first step: ``bufs`` hold the momentum buffers, or None
+    when ``momentum == 0``) for many GPU parameters: one multi-tensor launch per device and
+    dtype triple instead of one per parameter. Same arithmetic, bit for bit."""
+    cuda_graph.note_host_values("sgd", lr, momentum, dampening, weight_decay, nesterov, False)
+    bufs = bufs if momentum != 0 else [None] * len(params)
+    groups: dict = {}
+    for p, g, b in zip(params, grads, bufs):
+        if g.shape != p.shape or not (p.flags.c_contiguous and g.flags.c_contiguous):
+            _sgd_cupy(p, g, b, lr, momentum, dampening, weight_decay, nesterov, found_inf,
+                      False)  # broadcast or strided gradients: the per-tensor kernel
+        elif p.size:
+            key = (p.device.id, p.dtype, g.dtype, None if b is None else b.dtype)
+            groups.setdefault(key, ([], [], []))
+            for lst, a in zip(groups[key], (p, g, b)):
+                lst.append(a)
+    for (dev, *_), (ps, gs, bs) in groups.items():
+        with cupy.cuda.Device(dev):
+            multi_tensor.sgd(ps, gs, bs, lr, momentum, dampening, weight_decay, nesterov,
+                             _flag(found_inf, dev))
 
 
 def _sgd_numpy(param, grad, buf, lr, momentum, dampening, wd, nesterov, first):

@@ -48,16 +48,26 @@ class SGD(Optimizer):
 
     def _update_group(self, group: dict, found_inf=None) -> None:
         state = self.state
+        hyper = (group["lr"], group["momentum"], group["dampening"], group["weight_decay"],
+                 group["nesterov"])
+        ready = []  # GPU parameters past their first step: one multi-tensor launch for all
         for p in group["params"]:
             grad = p.grad
             if grad is None:
                 continue
             st = state.get(p)
+            if fused.use_fused(p.data) and (st is not None or hyper[1] == 0):
+                ready.append(p)
+                continue
             # One body on both backends: a kernel on the GPU, its NumPy twin on the CPU.
             buf = fused.sgd_update(p.data, grad.data, None if st is None else
-                                   st["momentum_buffer"], group["lr"], group["momentum"],
-                                   group["dampening"], group["weight_decay"], group["nesterov"],
-                                   found_inf)
+                                   st["momentum_buffer"], *hyper, found_inf)
             if buf is not None and st is None:
                 state[p] = {"momentum_buffer": buf}
             p._version += 1
+        if ready:
+            fused.sgd_update_many([p.data for p in ready], [p.grad.data for p in ready],
+                                  [state[p]["momentum_buffer"] for p in ready]
+                                  if hyper[1] != 0 else None, *hyper, found_inf)
+            for p in ready:
+                p._version += 1
