@@ -733,3 +733,25 @@ def test_gpu_capture_safe_joins_replay_new_values():
     expect = [np.full(3, 42.0 if i == 0 else i, np.float32) for i in range(12)]
     np.testing.assert_array_equal(cat.get(), np.concatenate(expect))
     np.testing.assert_array_equal(st.get(), np.stack(expect))
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+@pytest.mark.parametrize("training", [True, False])
+def test_gpu_batch_norm_kernels_follow_the_numpy_twin(dtype, training, rng):
+    x_np = (rng.standard_normal((8, 5, 6, 7)) * 3 + 1).astype(dtype)
+    gy_np = rng.standard_normal(x_np.shape).astype(dtype)
+    w_np, b_np = rng.standard_normal(5).astype(np.float32), rng.standard_normal(5).astype(
+        np.float32)
+    results = []
+    for device in ("cpu", "cuda"):
+        x = mg.tensor(x_np, device=device, requires_grad=True)
+        w = mg.tensor(w_np, device=device, requires_grad=True)
+        b = mg.tensor(b_np, device=device, requires_grad=True)
+        rm, rv = mg.zeros(5, device=device), mg.ones(5, device=device)
+        y = F.batch_norm(x, rm, rv, w, b, training=training, momentum=0.1)
+        y.backward(mg.tensor(gy_np, device=device))
+        results.append([t.numpy().astype(np.float64) for t in (y, x.grad, w.grad, b.grad, rm, rv)])
+    tol = 2e-2 if dtype == np.float16 else 1e-5
+    for cpu, gpu in zip(*results):
+        np.testing.assert_allclose(gpu, cpu, rtol=tol, atol=tol * max(1.0, np.abs(cpu).max()))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from .._backend import batch_norm as BN
 from .._backend import get_array_module
 from ..autodiff.function import Function
 from ..tensor import Tensor
@@ -59,31 +60,28 @@ class BatchNorm(Function):
         c = x.shape[1]
         self.axes = axes = (0,) + tuple(range(2, x.ndim))
         self.pshape = pshape = (1, c) + (1,) * (x.ndim - 2)
-        xf = x.astype(acc_dtype(x.dtype), copy=False)
+        acc = acc_dtype(x.dtype)
         self.training = training
         if training:
             n = x.size // c
             if n <= 1:
                 raise op_error("batch_norm", "needs more than one value per channel when "
                                "training; use a larger batch or training=False", shape=x.shape)
-            mean, var, invstd = _stats(xf, axes, eps)
-            if running_mean is not None:
-                _update(running_mean, mean, momentum)
-            if running_var is not None:
-                _update(running_var, var * (n / (n - 1)), momentum)
+            mean, var = BN.moments(x, axes)
+            for running, stat, corr in ((running_mean, mean, 1.0),
+                                        (running_var, var, n / (n - 1))):  # unbiased variance
+                if running is not None:  # in place, with a version bump (nn.BatchNorm's buffers)
+                    BN.running_update(running.data, stat, momentum, corr)
+                    running._set_data_(running.data)
         else:
             if running_mean is None or running_var is None:
                 raise op_error("batch_norm", "training=False needs running_mean and "
                                "running_var; pass them or use training=True", shape=x.shape)
-            mean = running_mean.data.astype(xf.dtype).reshape(pshape)
-            invstd = 1.0 / get_array_module(xf).sqrt(
-                running_var.data.astype(xf.dtype).reshape(pshape) + eps)
-        scale = invstd if weight is None else invstd * weight.astype(xf.dtype).reshape(pshape)
-        shift = -mean * scale
-        if bias is not None:
-            shift = shift + bias.astype(xf.dtype).reshape(pshape)
+            mean = running_mean.data.astype(acc).reshape(pshape)
+            var = running_var.data.astype(acc).reshape(pshape)
+        invstd, scale, shift = BN.scale_shift(mean, var, eps, weight, bias)
         self.save_for_backward(x, weight, mean, invstd)
-        return (xf * scale + shift).astype(x.dtype, copy=False)
+        return BN.affine_apply(x, scale, shift)
 
     def backward(self, gy):
         x, w, mean, invstd = [t.data if isinstance(t, Tensor) else t for t in self.saved_tensors]
@@ -94,27 +92,27 @@ class BatchNorm(Function):
             axes=self.axes, pshape=self.pshape, training=self.training)
 
 
-def _update(running, stat, momentum):
-    # In place on the caller's array, with a version bump (nn.BatchNorm's buffers).
-    new = running.data * (1.0 - momentum) + stat.reshape(running.shape) * momentum
-    running._set_data_(new.astype(running.dtype, copy=False))
-
-
 class BatchNormBackward(ArrayBackward):
     name = "batch_norm_backward"
 
     def compute(self, gy, needs, x, w, b, mean, invstd, axes, pshape, training):
-        gyf = gy.astype(invstd.dtype, copy=False)
-        xhat = (x.astype(invstd.dtype, copy=False) - mean) * invstd
+        if x.size == 0:  # an empty batch: empty input gradient, zero parameter gradients
+            s1 = s2 = get_array_module(x).zeros(pshape, invstd.dtype)
+        else:
+            s1, s2 = BN.backward_sums(gy, x, mean, axes)  # sum(gy), sum(gy * (x - mean))
         out = []
         if needs[0]:
-            gxhat = gyf if w is None else gyf * w.astype(gyf.dtype).reshape(pshape)
-            if training:
-                gx = _normalize_grad(gxhat, xhat, invstd, axes)
-            else:  # running statistics are constants
-                gx = gxhat * invstd
-            out.append(gx.astype(x.dtype, copy=False))
-        out += _affine_grads(gyf, xhat, w, b, axes, needs[1], needs[2])
+            k = invstd if w is None else invstd * w.astype(invstd.dtype).reshape(pshape)
+            if training:  # gx = k * (gy - mean(gy) - xhat * mean(gy * xhat))
+                n = x.size / invstd.size if invstd.size else 1.0
+                a, bb = s1 / n, s2 * (invstd * invstd) / n
+            else:         # running statistics are constants: gx = k * gy
+                a = bb = get_array_module(k).zeros_like(k)
+            out.append(BN.grad_input(gy, x, mean, k, a, bb))
+        if needs[1]:  # sum(gy * xhat)
+            out.append((s2 * invstd).reshape(w.shape).astype(w.dtype))
+        if needs[2]:
+            out.append(s1.reshape(b.shape).astype(b.dtype))
         return tuple(out)
 
 
