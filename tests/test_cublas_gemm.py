@@ -56,8 +56,9 @@ class FakeCublas:
     @staticmethod
     def _run(ta, tb, m, n, k, alpha, a, at, lda, sa, b, bt, ldb, sb, beta, c, ct, ldc, sc,
              count, compute):
-        assert at == bt == ct and compute in (cg.COMPUTE_32F, cg.COMPUTE_64F)
-        dt = CODES[at]
+        assert at == bt and compute in (cg.COMPUTE_32F, cg.COMPUTE_64F)
+        assert ct == at or (ct == cg.CUDA_R_32F and at in (cg.CUDA_R_16F, cg.CUDA_R_16BF))
+        dt, cdt = CODES[at], CODES[ct]
         acc = np.float64 if compute == cg.COMPUTE_64F else np.float32
         assert (at == cg.CUDA_R_64F) == (acc is np.float64)
         al = _matrix(alpha, np.dtype(acc), 1, 1, 1)[0, 0]
@@ -66,13 +67,13 @@ class FakeCublas:
         for i in range(count):
             A = _matrix(a + i * sa * size, dt, *((m, k) if ta == cg.OP_N else (k, m)), lda)
             B = _matrix(b + i * sb * size, dt, *((k, n) if tb == cg.OP_N else (n, k)), ldb)
-            C = _matrix(c + i * sc * size, dt, m, n, ldc)
+            C = _matrix(c + i * sc * cdt.itemsize, cdt, m, n, ldc)
             A = A if ta == cg.OP_N else A.T
             B = B if tb == cg.OP_N else B.T
             res = al * (A.astype(acc) @ B.astype(acc))
             if be != 0:  # cuBLAS does not read C when beta == 0
                 res = res + be * C.astype(acc)
-            C[...] = res.astype(dt)
+            C[...] = res.astype(cdt)
 
 
 def gemm(a, b):
@@ -102,7 +103,8 @@ def test_plan_swaps_operands_for_column_major():
     call = cg.plan_gemm((2, 3), (3, 1), (3, 5), (5, 1), np.dtype(np.float16))
     assert call == cg.GemmCall(transa=cg.OP_N, transb=cg.OP_N, m=5, n=2, k=3, lda=5, ldb=3,
                                ldc=5, stride_a=0, stride_b=0, stride_c=10, batch=1,
-                               data_type=cg.CUDA_R_16F, compute_type=cg.COMPUTE_32F)
+                               data_type=cg.CUDA_R_16F, compute_type=cg.COMPUTE_32F,
+                               c_type=cg.CUDA_R_16F)
     # a transposed view of a (3, 2) array as A: op T on cuBLAS's second operand, ld 2
     call = cg.plan_gemm((2, 3), (1, 2), (3, 5), (5, 1), np.dtype(np.float32))
     assert (call.transa, call.transb, call.ldb) == (cg.OP_N, cg.OP_T, 2)
@@ -260,3 +262,14 @@ def test_prepare_sets_stream_then_workspace_before_capture(monkeypatch):
     with pytest.raises(RuntimeError, match="prepared for this stream before capture"):
         cg.prepare(Stream(8, True))                   # never configured inside a capture
     assert calls == []
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16])
+def test_float32_result_keeps_the_accumulator(dtype, rng):
+    a = rng.standard_normal((5, 7)).astype(dtype)
+    b = rng.standard_normal((7, 3)).astype(dtype).T.copy().T      # a transposed view as B
+    got = cg._matmul(FakeCublas(), 0, a, b, np, np.float32)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, a.astype(np.float32) @ b.astype(np.float32))
+    with pytest.raises(TypeError, match="float32 result is for float16/bfloat16"):
+        cg._matmul(FakeCublas(), 0, a.astype(np.float32), b.astype(np.float32), np, np.float16)

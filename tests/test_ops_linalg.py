@@ -146,6 +146,21 @@ def test_linear_fp16_matches_rounded_fp32(device, rng):
                                rtol=2e-3, atol=2e-2)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_linear_low_precision_adds_the_bias_before_rounding(device, dtype):
+    # x @ w.T = 1 + u/2 (u: the dtype's ulp at 1) is a tie that rounds to 1; adding the bias
+    # u/2 to the rounded product ties again (1), while adding it to the float32 accumulator
+    # gives 1 + u exactly: PyTorch's addmm epilogue rounds once, so must minigrad.
+    u = float(np.finfo(np.float16).eps if dtype == "float16" else 2.0 ** -7)
+    x = t(np.array([[1.0, 1.0]]), device).astype(dtype)
+    w = t(np.array([[1.0, u / 2]]), device).astype(dtype)
+    b = t(np.array([u / 2]), device).astype(dtype)
+    y = linear(x, w, b)
+    assert float(y.astype("float32").item()) == 1.0 + u
+    if device == "cuda":
+        assert kernels.last_matmul_path["path"] == "cublas-gemmex-f32"
+
+
 def test_dot(device, rng):
     a, b = rng.standard_normal(5), rng.standard_normal(5)
     y = dot(t(a, device), t(b, device))

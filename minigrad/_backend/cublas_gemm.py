@@ -122,11 +122,12 @@ def prepare(stream=None):
     return entry[0]
 
 
-def matmul(a, b):
-    """``a @ b`` of two CuPy arrays of one float dtype, by capturable cuBLAS calls."""
+def matmul(a, b, out_dtype=None):
+    """``a @ b`` of two CuPy arrays of one float dtype, by capturable cuBLAS calls
+    (``out_dtype=float32`` returns an fp16/bf16 product's fp32 accumulator unrounded)."""
     lib = _require()
     with a.device:  # the handle of a's device and that device's current stream
-        return _matmul(lib, prepare(), a, b, cupy)
+        return _matmul(lib, prepare(), a, b, cupy, out_dtype)
 
 
 # ----------------------------------------------------------------------------- translation
@@ -147,6 +148,7 @@ class GemmCall(NamedTuple):
     batch: int      # 1: one cublasGemmEx, else one cublasGemmStridedBatchedEx
     data_type: int
     compute_type: int
+    c_type: int     # C's cudaDataType: data_type, or CUDA_R_32F for float32 results of fp16/bf16
 
 
 def operand_layout(shape, strides):
@@ -170,34 +172,34 @@ def operand_layout(shape, strides):
     return None
 
 
-def plan_gemm(a_shape, a_strides, b_shape, b_strides, dtype, batch=1, stride_a=0, stride_b=0):
+def plan_gemm(a_shape, a_strides, b_shape, b_strides, dtype, batch=1, stride_a=0, stride_b=0,
+              out_dtype=None):
     """The :class:`GemmCall` for row-major ``(m, k) @ (k, n)`` operands with valid layouts
-    (``operand_layout`` not None); strides in elements. The result is C-contiguous (m, n)."""
+    (``operand_layout`` not None); strides in elements. The result is C-contiguous (m, n), of
+    ``out_dtype`` (default ``dtype``; float32 keeps an fp16/bf16 product's fp32 accumulator)."""
     (m, k), n = a_shape, b_shape[1]
     op_a, ld_a = operand_layout(a_shape, a_strides)
     op_b, ld_b = operand_layout(b_shape, b_strides)
     data_type, compute, _ = DTYPES[dtype]
+    c_type = data_type if out_dtype is None or out_dtype == dtype else DTYPES[out_dtype][0]
     return GemmCall(transa=op_b, transb=op_a, m=n, n=m, k=k, lda=ld_b, ldb=ld_a, ldc=max(1, n),
                     stride_a=stride_b, stride_b=stride_a, stride_c=m * n, batch=batch,
-                    data_type=data_type, compute_type=compute)
+                    data_type=data_type, compute_type=compute, c_type=c_type)
 
 
 def launch(lib, handle, call: GemmCall, a_ptr, b_ptr, c_ptr):
     """Issue ``call`` (from :func:`plan_gemm`) for minigrad's ``a``, ``b`` and output ``c``."""
-    one, zero = _SCALARS[_SCALE_OF_CODE[call.data_type]]
-    alpha, beta, dt = one.ctypes.data, zero.ctypes.data, call.data_type
+    one, zero = _SCALARS[np.float64 if call.compute_type == COMPUTE_64F else np.float32]
+    alpha, beta, dt, ct = one.ctypes.data, zero.ctypes.data, call.data_type, call.c_type
     if call.batch == 1:
         lib.gemm_ex(handle, call.transa, call.transb, call.m, call.n, call.k, alpha,
-                    b_ptr, dt, call.lda, a_ptr, dt, call.ldb, beta, c_ptr, dt, call.ldc,
+                    b_ptr, dt, call.lda, a_ptr, dt, call.ldb, beta, c_ptr, ct, call.ldc,
                     call.compute_type, GEMM_DEFAULT)
     else:
         lib.gemm_strided_batched_ex(
             handle, call.transa, call.transb, call.m, call.n, call.k, alpha,
             b_ptr, dt, call.lda, call.stride_a, a_ptr, dt, call.ldb, call.stride_b,
-            beta, c_ptr, dt, call.ldc, call.stride_c, call.batch, call.compute_type, GEMM_DEFAULT)
-
-
-_SCALE_OF_CODE = {code: scale for code, _, scale in DTYPES.values()}
+            beta, c_ptr, ct, call.ldc, call.stride_c, call.batch, call.compute_type, GEMM_DEFAULT)
 
 
 def _elem_strides(x):
@@ -229,12 +231,17 @@ def _batched(x, batch, count, xp):
     return x, strides[0]
 
 
-def _matmul(lib, handle, a, b, xp):
+def _matmul(lib, handle, a, b, xp, out_dtype=None):
     """``a @ b`` (NumPy's shape rules) through ``lib``'s cuBLAS entry points; ``xp`` is the
-    array module of ``a`` and ``b`` (NumPy only in tests, with an emulated ``lib``)."""
+    array module of ``a`` and ``b`` (NumPy only in tests, with an emulated ``lib``). The result
+    has ``out_dtype``: ``a.dtype`` (default) or, for fp16/bf16 operands, float32."""
     if a.dtype != b.dtype or a.dtype not in DTYPES:
         raise TypeError(f"matmul (capturable cuBLAS): operands must share one of float16, "
                         f"bfloat16, float32, float64; got {a.dtype} @ {b.dtype}")
+    out_dtype = a.dtype if out_dtype is None else np.dtype(out_dtype)
+    if out_dtype != a.dtype and (out_dtype != float32 or a.dtype not in (float16, bfloat16)):
+        raise TypeError(f"matmul (cuBLAS): a float32 result is for float16/bfloat16 operands; "
+                        f"got {a.dtype} operands and out_dtype {out_dtype}")
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(f"matmul: operands must be at least 1-D, got shapes {a.shape} @ {b.shape}")
     squeeze_a, squeeze_b = a.ndim == 1, b.ndim == 1
@@ -251,7 +258,7 @@ def _matmul(lib, handle, a, b, xp):
         # (..., m, k) @ (k, n): the batch folded into the rows of one GEMM
         a, batch = a.reshape(-1, k), ()
     count = int(np.prod(batch)) if batch else 1
-    out = xp.empty((count,) + (a.shape[-2], n) if batch else (a.shape[0], n), dtype=a.dtype)
+    out = xp.empty((count,) + (a.shape[-2], n) if batch else (a.shape[0], n), dtype=out_dtype)
     if out.size and k == 0:
         out.fill(0)
     elif out.size:
@@ -261,6 +268,7 @@ def _matmul(lib, handle, a, b, xp):
         else:
             a, b, sa, sb = _usable_2d(a), _usable_2d(b), 0, 0
         call = plan_gemm(a.shape[-2:], _elem_strides(a)[-2:], b.shape[-2:],
-                         _elem_strides(b)[-2:], a.dtype, count if batch else 1, sa, sb)
+                         _elem_strides(b)[-2:], a.dtype, count if batch else 1, sa, sb,
+                         out_dtype)
         launch(lib, handle, call, _ptr(a, xp), _ptr(b, xp), _ptr(out, xp))
     return out.reshape(result)

@@ -20,7 +20,7 @@ from . import cublas_gemm
 from .dtypes import bfloat16, float16, float32, is_low_precision, widest_float
 from .kernels import is_single_element_product, last_matmul_path
 
-__all__ = ["matmul"]
+__all__ = ["matmul", "matmul_bias"]
 
 # cudaDataType / cublasComputeType_t values from the CUDA headers, shared with cublas_gemm
 # (``cupy.cuda.runtime`` exports the same CUDA_R_16F/CUDA_R_16BF; one table serves both modules).
@@ -58,6 +58,47 @@ def matmul(a, b):
     if a.ndim == 1:  # (k,) @ (..., k, n): a row vector, squeezed afterwards (NumPy rule)
         return _strided_batched(a[None, :], b)[..., 0, :]
     return _strided_batched(a, b)
+
+
+class _CupyCublas:
+    """CuPy's cuBLAS wrappers under the nvmath names ``cublas_gemm`` calls (they set the
+    current stream themselves, so they are for eager products only)."""
+
+    @staticmethod
+    def gemm_ex(*args):
+        from cupy.cuda import cublas
+        cublas.gemmEx(*args)
+
+    @staticmethod
+    def gemm_strided_batched_ex(*args):
+        from cupy.cuda import cublas
+        cublas.gemmStridedBatchedEx(*args)
+
+
+_ADD_BIAS = cupy.ElementwiseKernel("float32 acc, T bias", "T y", "y = (T)(acc + (float)bias)",
+                                   "minigrad_add_bias_round")
+
+
+def matmul_bias(a, b, bias):
+    """``a @ b + bias`` for 2-D float16/bfloat16 operands and a (n,) bias of their dtype: the
+    product's float32 accumulator plus the bias, rounded once (PyTorch's addmm epilogue),
+    instead of a rounded product plus the bias rounded again."""
+    if cublas_gemm.use_capturable():
+        last_matmul_path["path"] = "cublas-capturable-f32"
+        acc = cublas_gemm.matmul(a, b, float32)
+    else:
+        from cupy.cuda import cublas, device
+
+        last_matmul_path["path"] = "cublas-gemmex-f32"
+        with a.device:
+            handle = device.get_cublas_handle()
+            mode = cublas.getPointerMode(handle)
+            cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
+            try:
+                acc = cublas_gemm._matmul(_CupyCublas, handle, a, b, cupy, float32)
+            finally:
+                cublas.setPointerMode(handle, mode)
+    return _ADD_BIAS(acc, bias)
 
 
 def _low_2d(a, b, path="cupy-2d"):

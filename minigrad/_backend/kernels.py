@@ -15,7 +15,8 @@ import numpy as np
 
 from .dtypes import float32, is_low_precision
 
-__all__ = ["matmul", "is_single_element_product", "sum_fp32", "clamp", "last_matmul_path",
+__all__ = ["matmul", "matmul_bias", "is_single_element_product", "sum_fp32", "clamp",
+           "last_matmul_path",
            "emulates_low_precision",
            "im2col_keep_bytes", "ufunc_operand", "index_grid", "ufunc_rows",
            "transposed"]
@@ -146,6 +147,25 @@ def matmul(a, b):
         return _cpu_matmul(a, b)
     from . import gpu_matmul  # CuPy only; imported lazily so CPU users never load it
     return gpu_matmul.matmul(a, b)
+
+
+def matmul_bias(a, b, bias):
+    """``a @ b + bias`` for 2-D ``a``, ``b`` and a (n,) ``bias`` (or None) of one dtype. In
+    float16/bfloat16 the bias is added to the product's float32 accumulator and the sum is
+    rounded once, as PyTorch's addmm epilogue does; wider dtypes add it to the product."""
+    if bias is None:
+        return matmul(a, b)
+    if not is_low_precision(a.dtype) or not a.dtype == b.dtype == bias.dtype:
+        y = matmul(a, b)
+        y += bias
+        return y
+    if type(a) is np.ndarray:
+        last_matmul_path["path"] = "cpu-emulated-fp32-accumulate"
+        y = np.matmul(a.astype(float32), b.astype(float32))
+        y += bias.astype(float32)
+        return y.astype(a.dtype)
+    from . import gpu_matmul
+    return gpu_matmul.matmul_bias(a, b, bias)
 
 
 # Two shapes OpenBLAS's float32 GEMM runs slowly (measured on x86-64 with its Haswell kernels):

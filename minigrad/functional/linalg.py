@@ -109,9 +109,8 @@ class Linear(Function):
         lead = x.shape[:-1]
         # Fold every leading dim into the rows of ONE 2-D GEMM: the 2-D shape is what reaches
         # cuBLAS GemmEx for fp16/bf16, and one large BLAS call beats a batch of small ones.
-        y = kernels.matmul(x.reshape(math.prod(lead), x.shape[-1]), weight.T)
-        if bias is not None:
-            y += bias
+        # fp16/bf16: the bias is added to the float32 accumulator, then rounded once (PyTorch)
+        y = kernels.matmul_bias(x.reshape(math.prod(lead), x.shape[-1]), weight.T, bias)
         return y.reshape(lead + (out_features,))
 
     def backward(self, gy):
