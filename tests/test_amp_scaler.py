@@ -747,20 +747,21 @@ def test_flags_pass_through_ranks_agree(monkeypatch):
 
 
 # ----------------------------------------------------------------------------- sync-free path
-def _train(sync_free, api, make_opt, pattern, seed=0, interval=2, init=2.0 ** 6):
+def _train(sync_free, api, make_opt, pattern, seed=0, interval=2, init=2.0 ** 6,
+           device="cpu"):
     """A small AMP loop; pattern entries: 0 clean, 1 gradient overflow, 2 NaN loss."""
     rng = np.random.default_rng(seed)
-    w = mg.Parameter(rng.standard_normal((3, 4)).astype(np.float32))
-    b = mg.Parameter(np.zeros(3, np.float32))
-    x = mg.tensor(rng.standard_normal((8, 4)).astype(np.float32))
+    w = mg.Parameter(rng.standard_normal((3, 4)).astype(np.float32), device=device)
+    b = mg.Parameter(np.zeros(3, np.float32), device=device)
+    x = mg.tensor(rng.standard_normal((8, 4)).astype(np.float32), device=device)
     opt = make_opt([w, b])
     gm = GradManager().attach([w, b])
     scaler = amp.GradScaler(init_scale=init, growth_interval=interval, sync_free=sync_free,
                             max_nonfinite_losses=0)
     reports = []
     for ev in pattern:
-        big = mg.tensor(3e38 if ev == 1 else 1.0)    # finite loss factor; its gradient overflows
-        nan = mg.tensor(float("nan") if ev == 2 else 0.0)
+        big = mg.tensor(3e38 if ev == 1 else 1.0, device=device)  # its gradient overflows
+        nan = mg.tensor(float("nan") if ev == 2 else 0.0, device=device)
         with mg.cuda.sync_debug_mode("error" if sync_free else "default"), gm:
             with amp.autocast():
                 out = F.linear(x, w, b)
@@ -776,7 +777,7 @@ def _train(sync_free, api, make_opt, pattern, seed=0, interval=2, init=2.0 ** 6)
                 opt.clear_grad()
         reports.append(r)
     hist = [(h["scale"], h["new_scale"], h["found_inf"], h["reason"]) for h in scaler.history]
-    state = {k: (np.array(v) if hasattr(v, "shape") else v)
+    state = {k: (v.get() if hasattr(v, "get") else np.array(v) if hasattr(v, "shape") else v)
              for st_ in opt.state.values() for k, v in st_.items()}
     return [w.numpy().copy(), b.numpy().copy()], hist, scaler, reports, state
 
@@ -784,12 +785,15 @@ def _train(sync_free, api, make_opt, pattern, seed=0, interval=2, init=2.0 ** 6)
 OPTS = [lambda p: SGD(p, lr=0.01, momentum=0.9), lambda p: Adam(p, lr=0.01)]
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not mg.cuda.is_available(), reason="needs a GPU"))])
 @pytest.mark.parametrize("api", ["torch", "megengine"])
 @pytest.mark.parametrize("make_opt", OPTS)
-def test_sync_free_step_equals_host_path_bit_for_bit_without_reads(api, make_opt):
+def test_sync_free_step_equals_host_path_bit_for_bit_without_reads(api, make_opt, device):
+    # On the GPU: the device-side scale rule, skip and Adam step count against the host path
     pattern = [0, 1, 0, 0, 2, 0, 1, 1, 0, 0, 0]
-    host = _train(False, api, make_opt, pattern)
-    dev = _train(True, api, make_opt, pattern)   # under sync_debug_mode("error"): no reads
+    host = _train(False, api, make_opt, pattern, device=device)
+    dev = _train(True, api, make_opt, pattern, device=device)  # sync_debug_mode("error")
     for a, b in zip(host[0], dev[0]):
         np.testing.assert_array_equal(a, b)
     assert host[1] == dev[1]

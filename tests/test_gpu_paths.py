@@ -260,6 +260,9 @@ class _FakeCudnn(types.ModuleType):
             raise self.fail
         return 92700
 
+    def create_handle(self):
+        return 7
+
     def pygraph(self, **kw):
         calls = self.calls
         calls.append(("pygraph", kw))
@@ -755,3 +758,16 @@ def test_gpu_batch_norm_kernels_follow_the_numpy_twin(dtype, training, rng):
     tol = 2e-2 if dtype == np.float16 else 1e-5
     for cpu, gpu in zip(*results):
         np.testing.assert_allclose(gpu, cpu, rtol=tol, atol=tol * max(1.0, np.abs(cpu).max()))
+
+
+def test_cudnn_is_unavailable_when_no_plan_can_be_built(monkeypatch):
+    # The library loads (backend_version answers) but building a plan fails, as when the
+    # frontend finds no libcudart of its CUDA major: available() must say no, with the reason.
+    fake = _FakeCudnn()
+    fake.pygraph = lambda **kw: (_ for _ in ()).throw(RuntimeError("libcudart.so.12: missing"))
+    monkeypatch.setattr(cudnn_conv, "cuda_available", lambda: True)
+    monkeypatch.setattr(cudnn_conv, "_state", {**cudnn_conv._state, "checked": False,
+                                               "ok": False, "enabled": True, "module": None})
+    monkeypatch.setitem(sys.modules, "cudnn", fake)
+    with pytest.warns(RuntimeWarning, match="could not build a convolution plan.*libcudart"):
+        assert cudnn_conv.available() is False

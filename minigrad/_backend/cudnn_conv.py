@@ -70,6 +70,13 @@ def _load():
                       "frontend looks in <purelib>/nvidia/cudnn/lib and on the dynamic linker "
                       "path only: install nvidia-cudnn-cuXX into this environment or add its lib "
                       "folder to LD_LIBRARY_PATH")
+    try:  # the frontend dlopens libcudart on its own: only a built plan proves it all loads
+        _Plan("fprop", (1, 1, 1, 1), (1, 1, 1, 1), (1, 1, 1, 1), float16, (1, 1), (0, 0), (1, 1),
+              True, "nchw", cudnn.create_handle(), module=cudnn)
+    except Exception as e:  # noqa: BLE001 - any failure means "no cuDNN", reported once
+        return None, (f"the cuDNN frontend loaded but could not build a convolution plan "
+                      f"({type(e).__name__}: {e}); its CUDA runtime (libcudart) or libcudnn may "
+                      "not match this CuPy's CUDA major version")
     version = getattr(cudnn, "__version__", "?")
     if version != TESTED_FRONTEND:
         warnings.warn(f"minigrad's cuDNN path was written for nvidia-cudnn-frontend "
@@ -188,8 +195,8 @@ class _Plan:
     __slots__ = ("graph", "a", "b", "out", "workspace")
 
     def __init__(self, kind, a_shape, b_shape, out_shape, dtype, stride, padding, dilation,
-                 tf32, layout, handle):
-        cudnn = _state["module"]
+                 tf32, layout, handle, module=None):
+        cudnn = module or _state["module"]
         dt = {float16: cudnn.data_type.HALF, bfloat16: cudnn.data_type.BFLOAT16,
               float32: cudnn.data_type.FLOAT}[dtype]
         g = cudnn.pygraph(handle=handle, io_data_type=dt,
