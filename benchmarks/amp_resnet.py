@@ -215,7 +215,8 @@ def main(argv=None) -> int:
             base = ips if not mixed else base
             rows.append((name, prec, f"{ips:.1f}", mib(peaks.get((name, mixed))), f"{loss:.4f}",
                          f"{ips / base:.2f}x" if base else "-"))
-    conv = ("cuDNN frontend" if cudnn_conv.available() else
+    conv = (f"cuDNN frontend, {cudnn_conv._state['layout'].upper()} operands"
+            if cudnn_conv.available() else
             f"im2col + GEMM ({cudnn_conv.unavailable_reason()})") if gpu else "CPU"
     notes = (f"device: {device_name(gpu)}; ResNet-18 (small_input), batch {cfg.batch}, "
              f"{cfg.image}x{cfg.image} random images, SGD momentum 0.9, {cfg.steps} timed steps "
