@@ -771,3 +771,26 @@ def test_cudnn_is_unavailable_when_no_plan_can_be_built(monkeypatch):
     monkeypatch.setitem(sys.modules, "cudnn", fake)
     with pytest.warns(RuntimeWarning, match="could not build a convolution plan.*libcudart"):
         assert cudnn_conv.available() is False
+
+
+@needs_gpu
+@pytest.mark.parametrize("low", [np.float16, ml_dtypes.bfloat16])
+def test_gpu_vectorised_casts_equal_astype_bit_for_bit(low, rng):
+    from minigrad._backend import casts, cupy
+
+    def _bits(a):
+        return a.view(f"u{a.dtype.itemsize}")
+
+    n = 1 << 17
+    x = (rng.standard_normal(n) * np.logspace(-45, 38, n)).astype(np.float32)
+    x[:8] = [np.inf, -np.inf, np.nan, 0.0, -0.0, 7e4, 1e-42, 65519.99]
+    d = cupy.asarray(x)
+    for src, dtype in ((d, low), (d.astype(low), np.float32)):
+        got = casts.astype(src, dtype)
+        assert casts._vectorisable(src, np.dtype(dtype))
+        ref = src.astype(dtype)
+        np.testing.assert_array_equal(_bits(got.get()), _bits(ref.get()))
+    odd = d[1:n - 2]                                   # misaligned and a size not divisible by 4
+    assert not casts._vectorisable(odd, np.dtype(low))
+    np.testing.assert_array_equal(_bits(casts.astype(odd, low).get()),
+                                  _bits(odd.astype(low).get()))
