@@ -794,3 +794,16 @@ def test_gpu_vectorised_casts_equal_astype_bit_for_bit(low, rng):
     assert not casts._vectorisable(odd, np.dtype(low))
     np.testing.assert_array_equal(_bits(casts.astype(odd, low).get()),
                                   _bits(odd.astype(low).get()))
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_gpu_relu_grad_kernel_equals_the_numpy_rule(dtype, rng):
+    from minigrad._backend import cupy
+
+    y = np.maximum(rng.standard_normal(1000), 0).astype(dtype)
+    y[:3] = [np.nan, 0.0, np.inf]
+    gy = rng.standard_normal(1000).astype(dtype)
+    gy[3:6] = [np.inf, np.nan, -np.inf]
+    got = kernels.relu_grad(cupy.asarray(gy), cupy.asarray(y)).get()
+    np.testing.assert_array_equal(got, kernels.relu_grad(gy, y))

@@ -15,7 +15,7 @@ import numpy as np
 
 from .dtypes import float32, is_low_precision
 
-__all__ = ["matmul", "matmul_bias", "is_single_element_product", "sum_fp32", "clamp",
+__all__ = ["matmul", "matmul_bias", "is_single_element_product", "sum_fp32", "clamp", "relu_grad",
            "last_matmul_path",
            "emulates_low_precision",
            "im2col_keep_bytes", "ufunc_operand", "index_grid", "ufunc_rows",
@@ -210,6 +210,21 @@ def clamp(x, lower=None, upper=None):
             out = np.full(x.shape, bound, dtype=x.dtype)
             y = pick(y, out, out=out)
     return y
+
+
+_RELU_GRAD = {}
+
+
+def relu_grad(gy, y):
+    """``gy * (y > 0)``: ReLU's gradient from its output (one fused kernel on the GPU)."""
+    if type(gy) is np.ndarray:
+        return gy * (y > 0)
+    k = _RELU_GRAD.get("k")
+    if k is None:
+        cupy = _xp(gy)
+        k = _RELU_GRAD["k"] = cupy.ElementwiseKernel(
+            "T gy, Y y", "T gx", "gx = gy * (T)(y > (Y)0 ? 1.0f : 0.0f)", "minigrad_relu_grad")
+    return k(gy, y)
 
 
 def sum_fp32(x, axis=None, keepdims=False):

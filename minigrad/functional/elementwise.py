@@ -623,10 +623,9 @@ class ReLU(Function):
 
     def backward(self, gy):
         (y,) = self.saved_tensors
-        mask = y.data > 0
         if fast_backward():
-            return const(gy.data * mask)
-        return gy * const(mask.astype(gy.dtype))
+            return const(kernels.relu_grad(gy.data, y.data))
+        return gy * const((y.data > 0).astype(gy.dtype))
 
 
 class LeakyReLU(Function):
