@@ -146,6 +146,8 @@ def run_backward(roots, grad_roots, *, retain_graph=False, create_graph=False,
     watch = _watch_leaves(deps) if accumulate and _grad_ready_hooks else None
     pending = watch[0] if watch is not None else None
 
+    owners: set = set()  # memory handed to a leaf's .grad during this backward
+
     def deliver(x, g, fn):
         g = _conform(g, x, fn)
         if capture_ids and id(x) in capture_ids:
@@ -154,7 +156,11 @@ def run_backward(roots, grad_roots, *, retain_graph=False, create_graph=False,
         c = x.creator
         if c is None:
             if accumulate:
-                x._grad = g if x._grad is None else x._grad + g  # the slot: no setter check
+                if x._grad is None:
+                    g = _own_grad(g, owners, fn is None)
+                    x._grad = g  # the slot: no setter check
+                else:
+                    x._grad = x._grad + g
                 if pending is not None:
                     entry = pending.get(id(x))
                     if entry is not None:
@@ -226,6 +232,24 @@ def run_backward(roots, grad_roots, *, retain_graph=False, create_graph=False,
     if capture is None:
         return None
     return [captured.get(id(t)) for t in capture]
+
+
+def _own_grad(g, owners: set, is_seed: bool):
+    """``g`` as a leaf's own ``.grad``: copied when its memory already went to another leaf in
+    this backward (``a + b`` hands one array to both), when it is the caller's seed, or when it
+    is read-only or a broadcast, so the gradient is a writable array no other tensor sees (an
+    in-place unscale or ``p.grad.mul_`` changes one parameter's gradient only)."""
+    a = g.data
+    owner = a.base if getattr(a, "base", None) is not None else a
+    flags = a.flags
+    shared = (is_seed or id(owner) in owners or not getattr(flags, "writeable", True)
+              or (a.size > 1 and 0 in a.strides))
+    if shared:
+        a = a.copy()
+        g = Tensor._make(a, g.requires_grad, g.creator, g._out_index)
+        owner = a
+    owners.add(id(owner))
+    return g
 
 
 def _zeros_like_meta(fn, shape, dtype):
