@@ -490,3 +490,26 @@ def test_out_of_range_targets_poison_the_loss_without_a_host_read(device, monkey
     p = _t([0.2, 0.7, 0.5], device)
     bce = binary_cross_entropy(p, _t([2.0, 1.0, 0.0], device), reduction="none").numpy()
     assert np.isnan(bce[0]) and np.isfinite(bce[1:]).all()
+
+
+def test_megengine_cross_entropy_of_probabilities_has_the_nll_gradient():
+    # with_logits=False is -log p[label]: no softmax, so d/dp is -1/p at the label, 0 elsewhere
+    p = _t(np.array([[.2, .3, .5], [.6, .3, .1]], np.float32), "cpu", requires_grad=True)
+    loss = Fnn.cross_entropy(p, _t([2, 0], "cpu"), with_logits=False)
+    np.testing.assert_allclose(loss.item(), -(np.log(.5) + np.log(.6)) / 2, rtol=1e-6)
+    loss.backward()
+    np.testing.assert_allclose(p.grad.numpy(), [[0, 0, -1.0], [-1 / 1.2, 0, 0]], rtol=1e-6)
+    # class axis last, probability targets, label smoothing (MegEngine's formula)
+    q = np.array([[.2, .3, .5], [.6, .3, .1]], np.float32)
+    t3 = _t(q.T[None], "cpu")                         # (1, 3 classes, 2) -> axis 1
+    onehot = np.eye(3, dtype=np.float32)[[2, 0]]
+    soft = Fnn.cross_entropy(_t(q, "cpu"), _t(onehot, "cpu"), with_logits=False)
+    np.testing.assert_allclose(soft.item(), loss.item(), rtol=1e-6)
+    last = Fnn.cross_entropy(_t(q[None], "cpu"), _t([[2, 0]], "cpu"), axis=2, with_logits=False)
+    np.testing.assert_allclose(last.item(), loss.item(), rtol=1e-6)
+    assert Fnn.cross_entropy(t3, _t([[2, 0]], "cpu"), with_logits=False).item() == \
+        pytest.approx(loss.item(), rel=1e-6)
+    ls = Fnn.cross_entropy(_t(q, "cpu"), _t([2, 0], "cpu"), with_logits=False, label_smooth=0.1)
+    ref = np.mean([-(0.9 * np.log(q[i, c]) + 0.1 * np.log(q[i]).mean())
+                   for i, c in enumerate([2, 0])])
+    np.testing.assert_allclose(ls.item(), ref, rtol=1e-6)

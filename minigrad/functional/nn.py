@@ -53,11 +53,36 @@ def cross_entropy(pred: Tensor, label: Tensor, axis: int = 1, with_logits: bool 
     """
     smoothing = kwargs.pop("label_smoothing", label_smooth)
     if not with_logits:
-        from .elementwise import log
-
-        pred = log(pred)
+        return _cross_entropy_of_probabilities(pred, label, axis, smoothing, reduction, kwargs)
     return _cross_entropy(pred, label, reduction=reduction, label_smoothing=smoothing,
                           axis=axis, **kwargs)
+
+
+def _cross_entropy_of_probabilities(p, label, axis, smoothing, reduction, kwargs):
+    """MegEngine's ``with_logits=False``: ``-(1 - eps) * log p[label] - eps * mean(log p)``,
+    no softmax (a log_softmax of ``log p`` has the same value for normalised ``p`` but not the
+    same gradient)."""
+    from .elementwise import log
+    from .shape import permute
+
+    logp = log(p)
+    if p.ndim > 1 and axis % p.ndim != 1:  # the class axis to 1, where nll_loss wants it
+        order = [0, axis % p.ndim] + [d for d in range(1, p.ndim) if d != axis % p.ndim]
+        logp = permute(logp, order)      # index labels keep their order: p's shape minus axis
+        if label.shape == p.shape:
+            label = permute(label, order)
+    if label.shape == p.shape:  # class probabilities
+        rows = -(label * logp).sum(1)
+    else:
+        if smoothing and ("weight" in kwargs or "ignore_index" in kwargs):
+            raise ValueError("cross_entropy(with_logits=False): label smoothing with weight or "
+                             "ignore_index is not supported; pass logits (with_logits=True)")
+        rows = nll_loss(logp, label, reduction="none", **kwargs)
+        if smoothing:
+            rows = rows * (1.0 - smoothing) - logp.mean(1 if logp.ndim > 1 else 0) * smoothing
+    if reduction == "none":
+        return rows
+    return rows.sum() if reduction == "sum" else rows.mean()
 
 
 def binary_cross_entropy(pred: Tensor, label: Tensor, with_logits: bool = True,
