@@ -82,9 +82,12 @@ def _promote(cls, inputs):
     wide = target not in dtypes
     from ..functional.cast import Cast  # functional sits above autodiff: import when needed
 
-    return tuple([Cast.apply(x, dtype=target) if isinstance(x, Tensor) and i >= cls.promote_skip
-                  and x.data.dtype != target and (wide or x.data.dtype not in _FLOATS) else x
-                  for i, x in enumerate(inputs)])
+    out = tuple([Cast.apply(x, dtype=target) if isinstance(x, Tensor) and i >= cls.promote_skip
+                 and x.data.dtype != target and (wide or x.data.dtype not in _FLOATS) else x
+                 for i, x in enumerate(inputs)])
+    # ``inputs`` itself when nothing was cast: the caller retries only on a change (a bool
+    # result of a comparison never has an input's dtype, and must not retry forever).
+    return inputs if all(a is b for a, b in zip(out, inputs)) else out
 
 
 def _check_same_dtype(cls, inputs):

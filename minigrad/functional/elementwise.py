@@ -168,13 +168,30 @@ class Neg(Function):
         return -gy
 
 
+def _int_array(x) -> bool:
+    return getattr(x, "ndim", 0) > 0 and x.dtype.kind in "iu"
+
+
+def _int_pow(a, b):
+    """Integer ``a ** b`` with an integer exponent tensor: a negative exponent gives what
+    PyTorch gives (1 for a base of 1, +-1 for -1, else 0) instead of NumPy's ValueError."""
+    xp = get_array_module(a if hasattr(a, "shape") else b)
+    neg = b < 0
+    if not neg.any():  # the common case: no negative exponent
+        return a ** b
+    pos = a ** xp.where(neg, 0, b)
+    one, minus = a == 1, a == -1
+    small = xp.where(one, 1, xp.where(minus, xp.where(b % 2 == 0, 1, -1), 0))
+    return xp.where(neg, small, pos).astype(pos.dtype, copy=False)
+
+
 class Pow(Function):
     name = "pow"
     promote = "common"
 
     def forward(self, a, b):
         a, b = _pair(a, b)
-        y = a ** b
+        y = _int_pow(a, b) if _int_array(b) and (_int_array(a) or type(a) is int) else a ** b
         self.save_for_backward(a, b, y)
         return y
 
