@@ -231,8 +231,8 @@ def sum_fp32(x, axis=None, keepdims=False):
     """Sum in float32 or wider (invariant 3), returned in float32/float64."""
     xp = np if type(x) is np.ndarray else _xp(x)
     acc = x.dtype if x.dtype == np.float64 else float32
-    if x.dtype.kind in "biu":
-        acc = None
+    if x.dtype.kind in "biu":  # integer sums are int64 (PyTorch), also for unsigned and bool
+        acc = np.int64 if x.dtype.kind in "bu" else None
     return xp.sum(x, axis=axis, dtype=acc, keepdims=keepdims)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._backend import get_array_module
-from .._backend.dtypes import bfloat16, float32, float64
+from .._backend.dtypes import bfloat16, float32, float64, is_floating
 from .._backend.indexing import (  # noqa: F401  (re-exported for the op families)
     check_index_range,
     scatter_add_flat,
@@ -39,6 +39,15 @@ def sum_to_shape(g: Tensor, shape: tuple) -> Tensor:
 def shape_of(x) -> tuple:
     """Shape of a Tensor or of a Python scalar (``()``)."""
     return x.shape if isinstance(x, Tensor) else ()
+
+
+def check_floating(op: str, *xs) -> None:
+    """Raise, naming ``op``, for a non-floating input of an op that only computes in floats
+    (as PyTorch refuses them): a truncated integer result would be silently wrong."""
+    for x in xs:
+        if not is_floating(x.dtype):
+            raise op_error(op, "expects a floating tensor; cast it first, e.g. "
+                           "x.astype('float32')", shape=x.shape, dtype=x.dtype)
 
 
 def op_error(op: str, message: str, **details) -> ValueError:

@@ -13,12 +13,12 @@ not differentiable a second time.
 from __future__ import annotations
 
 from .._backend import get_array_module
-from .._backend.dtypes import float32, float64, is_floating
+from .._backend.dtypes import float32, float64
 from ..autodiff.function import Function
 from ..autodiff.grad_mode import grad_enabled
 from ..tensor import Tensor
 from ._axes import check_axis
-from ._utils import op_error
+from ._utils import check_floating
 
 __all__ = ["log_softmax", "softmax"]
 
@@ -92,12 +92,6 @@ def run_array_backward(cls, grads, fwd, **kwargs):
         outs = (outs,)
     it = iter(outs)
     return tuple([next(it) if n else None for n in needs])
-
-
-def check_floating(op, x):
-    if not is_floating(x.dtype):
-        raise op_error(op, "expects a floating tensor; cast it first, e.g. x.astype('float32')",
-                       shape=x.shape, dtype=x.dtype)
 
 
 # --------------------------------------------------------------------------- ops

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..tensor import Tensor
 from ._composite import composite
-from ._utils import const, normalize_axes, normalize_axis, op_error
+from ._utils import check_floating, const, normalize_axes, normalize_axis, op_error
 from .reduction import Norm, norm
 
 __all__ = ["cdist", "dist", "matrix_norm", "pdist", "renorm", "vector_norm"]
@@ -42,6 +42,7 @@ def cdist(x1: Tensor, x2: Tensor, p=2.0, compute_mode=None) -> Tensor:
     Returns ``(..., P, R)``. ``compute_mode`` is accepted for PyTorch compatibility; distances
     are always computed from differences (never the less accurate ``|a|^2 + |b|^2 - 2ab``).
     """
+    check_floating("cdist", x1, x2)
     p = _ord("cdist", p)
     if x1.ndim < 2 or x2.ndim < 2 or x1.shape[-1] != x2.shape[-1]:
         raise op_error("cdist", "expected x1 (..., P, M) and x2 (..., R, M) with equal M",
@@ -59,6 +60,7 @@ _PDist = composite("pdist", _pdist_impl)
 def pdist(input: Tensor, p=2.0) -> Tensor:
     """p-norm distances between every pair of rows ``i < j`` of ``input (N, M)``, in the order
     of the upper triangle (row-major): shape ``(N * (N - 1) / 2,)``."""
+    check_floating("pdist", input)
     p = _ord("pdist", p)
     if input.ndim != 2:
         raise op_error("pdist", "expected a 2-D input (N, M)", input=input.shape)
@@ -71,6 +73,7 @@ _Dist = composite("dist", lambda a, b, p: norm(a - b, ord=p))
 
 def dist(input: Tensor, other: Tensor, p=2.0) -> Tensor:
     """p-norm of ``input - other`` over all elements (the two broadcast); a 0-d tensor."""
+    check_floating("dist", input, other)
     p = _ord("dist", p)
     if not isinstance(other, Tensor):
         other = const(np.asarray(other, dtype=input.dtype))
@@ -110,6 +113,7 @@ def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, axis=None,
 
     ``ord``: p > 0 or inf. ``axis``/``keepdims`` are accepted as synonyms.
     """
+    check_floating("vector_norm", x)
     ord = _ord("vector_norm", ord)
     dim = axis if dim is None else dim
     keep = keepdim if keepdims is None else keepdims
@@ -137,6 +141,7 @@ def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False) -> Te
     ``ord``: ``"fro"``, 1, -1, ``inf``, ``-inf``. The spectral and nuclear norms (2, -2,
     ``"nuc"``) need an SVD, which minigrad does not have: they raise.
     """
+    check_floating("matrix_norm", A)
     if ord in ("inf", float("inf")):
         ord = math.inf
     elif ord in ("-inf", float("-inf")):

@@ -17,6 +17,7 @@ from ..autodiff.function import Function
 from ..tensor import Tensor
 from ._utils import (
     as_operand,
+    check_floating,
     blockwise,
     broadcast_shape,
     const,
@@ -379,6 +380,8 @@ class Sign(Function):
     name = "sign"
 
     def forward(self, x):
+        if x.dtype.kind == "b":  # NumPy has no bool sign; PyTorch returns the bools
+            return x.copy()
         return get_array_module(x).sign(x)
 
     def backward(self, gy):
@@ -442,7 +445,11 @@ def rsqrt(x: Tensor) -> Tensor:
 
 
 def square(x: Tensor) -> Tensor:
-    """``x * x``."""
+    """``x * x`` (bool input squares as int64, PyTorch's result)."""
+    if x.dtype.kind == "b":
+        from .cast import cast
+
+        x = cast(x, "int64")
     return Square.apply(x)
 
 
@@ -566,6 +573,14 @@ def clip(x: Tensor, lower=None, upper=None) -> Tensor:
     if isinstance(lower, Tensor) or isinstance(upper, Tensor):
         y = x if lower is None else maximum(x, lower)
         return y if upper is None else minimum(y, upper)
+    if x.dtype.kind in "biu":
+        # PyTorch's promotion with the bounds: a float bound makes an integer or bool tensor
+        # float32 (never a clamp truncated to integers), an integer bound makes bool int64.
+        floats = any(isinstance(b, float) and not isinstance(b, bool) for b in (lower, upper))
+        if floats or x.dtype.kind == "b":
+            from .cast import cast
+
+            x = cast(x, float32 if floats else "int64")
     return Clip.apply(x, lower=lower, upper=upper)
 
 
@@ -787,6 +802,7 @@ def relu(x: Tensor) -> Tensor:
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01) -> Tensor:
     """``x`` for ``x > 0``, ``negative_slope * x`` otherwise."""
+    check_floating("leaky_relu", x)  # as PyTorch: a slope times an integer is no integer
     return LeakyReLU.apply(x, negative_slope=negative_slope)
 
 

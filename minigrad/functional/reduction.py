@@ -16,7 +16,7 @@ from .._backend.kernels import sum_fp32
 from ..autodiff.function import Function
 from ..tensor import Tensor
 from ._axes import check_axis, reduction_axes
-from ._utils import acc_dtype, const, fast_backward, op_error
+from ._utils import acc_dtype, check_floating, const, fast_backward, op_error
 from .elementwise import abs as _abs
 from .elementwise import exp as _exp
 from .elementwise import pow as _pow
@@ -362,11 +362,13 @@ def mean(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
 
 def var(x: Tensor, axis=None, keepdims: bool = False, ddof: int = 0) -> Tensor:
     """Variance over ``axis``, divided by ``N - ddof`` (two-pass, in float32 or wider)."""
+    check_floating("var", x)  # PyTorch refuses integers too: no truncated integer variance
     return Var.apply(x, axis=axis, keepdims=keepdims, ddof=ddof)
 
 
 def std(x: Tensor, axis=None, keepdims: bool = False, ddof: int = 0) -> Tensor:
     """Standard deviation ``sqrt(var(x, axis, keepdims, ddof))``."""
+    check_floating("std", x)
     return Std.apply(x, axis=axis, keepdims=keepdims, ddof=ddof)
 
 
@@ -402,7 +404,12 @@ def argmin(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
 
 
 def logsumexp(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
-    """``log(sum(exp(x)))`` over ``axis``, max-shifted and accumulated in float32."""
+    """``log(sum(exp(x)))`` over ``axis``, max-shifted and accumulated in float32; integer and
+    bool input is computed in float32 (PyTorch's default float), never truncated."""
+    if not is_floating(x.dtype):
+        from .cast import cast
+
+        x = cast(x, float32)
     return LogSumExp.apply(x, axis=axis, keepdims=keepdims)
 
 
@@ -430,4 +437,5 @@ def norm(x: Tensor, ord=2, axis=None, keepdims: bool = False) -> Tensor:
         ord = math.inf
     if not isinstance(ord, (int, float)) or ord <= 0:
         raise op_error("norm", f"unsupported ord {ord!r}; use 1, 2, inf, 'fro' or p > 0")
+    check_floating("norm", x)
     return Norm.apply(x, ord=ord, axis=axis, keepdims=keepdims)
