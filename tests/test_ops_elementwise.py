@@ -348,3 +348,11 @@ def test_broadcast_errors_name_the_called_op(name):
         getattr(T, name)(*args[:2 if name == "atan2" else 3])
     msg = str(e.value)
     assert msg.startswith(f"{name}:") and "(2, 3)" in msg and "(4,)" in msg, msg
+
+
+def test_relu_gradient_at_special_values_follows_pytorch():
+    # threshold_backward: 0 where the output is <= 0, else the incoming gradient; a NaN
+    # activation passes its gradient and an inf gradient of a zeroed unit becomes 0
+    x = mg.tensor([np.nan, 0.0, -1.0, 2.0, 3.0, -2.0], requires_grad=True)
+    mg.functional.relu(x).backward(mg.tensor([1.0, 1.0, np.inf, np.inf, np.nan, np.nan]))
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 0.0, 0.0, np.inf, np.nan, 0.0])

@@ -216,14 +216,16 @@ _RELU_GRAD = {}
 
 
 def relu_grad(gy, y):
-    """``gy * (y > 0)``: ReLU's gradient from its output (one fused kernel on the GPU)."""
+    """ReLU's gradient from its output, PyTorch's ``threshold_backward``: 0 where ``y <= 0``,
+    else ``gy`` (a NaN activation passes its gradient; an inf gradient of a zeroed unit gives
+    0, not NaN). A selection, so no float16 arithmetic on the CPU; one kernel on the GPU."""
     if type(gy) is np.ndarray:
-        return gy * (y > 0)
+        return np.where(y <= 0, gy.dtype.type(0), gy)
     k = _RELU_GRAD.get("k")
     if k is None:
         cupy = _xp(gy)
         k = _RELU_GRAD["k"] = cupy.ElementwiseKernel(
-            "T gy, Y y", "T gx", "gx = gy * (T)(y > (Y)0 ? 1.0f : 0.0f)", "minigrad_relu_grad")
+            "T gy, Y y", "T gx", "gx = y <= (Y)0 ? (T)0 : gy", "minigrad_relu_grad")
     return k(gy, y)
 
 

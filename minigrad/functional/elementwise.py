@@ -657,7 +657,7 @@ class ReLU(Function):
         (y,) = self.saved_tensors
         if fast_backward():
             return const(kernels.relu_grad(gy.data, y.data))
-        return gy * const((y.data > 0).astype(gy.dtype))
+        return where(const(y.data <= 0), 0.0, gy)
 
 
 class LeakyReLU(Function):
