@@ -33,6 +33,8 @@ def softmax_array(x, axis):
     """Max-subtracted softmax of an array, computed and returned in ``acc_dtype(x.dtype)``."""
     xp = get_array_module(x)
     z = x.astype(acc_dtype(x.dtype), copy=False)
+    if z.size == 0:  # an empty axis (or batch): an empty result, as in PyTorch
+        return z.copy()
     e = xp.exp(z - z.max(axis=axis, keepdims=True))
     e /= e.sum(axis=axis, keepdims=True)
     return e
@@ -42,6 +44,8 @@ def log_softmax_array(x, axis):
     """Max-subtracted log-softmax of an array in ``acc_dtype(x.dtype)``."""
     xp = get_array_module(x)
     z = x.astype(acc_dtype(x.dtype), copy=False)
+    if z.size == 0:
+        return z.copy()
     s = z - z.max(axis=axis, keepdims=True)
     s -= xp.log(xp.exp(s).sum(axis=axis, keepdims=True))
     return s

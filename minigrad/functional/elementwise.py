@@ -210,8 +210,9 @@ class Pow(Function):
                     ga = const(gy.data * (b * a.data ** (b - 1)))
                 else:
                     ga = gy * (pow(a, b - 1) * b)
-            else:
-                ga = sum_to_shape(gy * b * pow(a, b - 1), a.shape)
+            else:  # b * a^(b-1) is 0 * inf at a == b == 0: PyTorch's derivative there is 0
+                ga = sum_to_shape(gy * where(const(b.data == 0), 0.0, b * pow(a, b - 1)),
+                                  a.shape)
         if nb:
             # d(a**b)/db = a**b * log(a); a == 0 contributes 0 (as in PyTorch), not 0 * -inf.
             if isinstance(a, Tensor):

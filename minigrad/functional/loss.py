@@ -50,8 +50,15 @@ def _reduce(loss, reduction, denom=None):
 
 
 def _coef(gy, reduction, denom):
-    """The upstream gradient each loss element receives (array, broadcastable)."""
-    return gy / denom if reduction == "mean" else gy
+    """The upstream gradient each loss element receives (array, broadcastable). A zero total
+    weight (every target ignored) makes the mean NaN but its gradient 0, as in PyTorch."""
+    return gy / _nonzero(denom) if reduction == "mean" else gy
+
+
+def _nonzero(denom):
+    if hasattr(denom, "shape"):
+        return get_array_module(denom).where(denom == 0, 1, denom)
+    return denom or 1
 
 
 def _data(t):
@@ -181,7 +188,7 @@ class CrossEntropy(Function):
         keep[axis] = 1
         c = gy.reshape(tuple(keep)) if self.reduction == "none" else gy
         if self.reduction == "mean":
-            c = c / self.denom
+            c = c / _nonzero(self.denom)
         classes = x.shape[axis]
         wshape = [1] * x.ndim
         wshape[axis] = classes
@@ -526,6 +533,9 @@ def _check_shapes(op, input, target):
     elementwise-difference losses a target that only broadcasts warns (as PyTorch does)."""
     if target.shape == input.shape:
         return
+    if op in _SAME_SHAPE:  # PyTorch refuses to broadcast these: a (4, 1) target is a bug
+        raise op_error(op, "target size must be the same as input size",
+                       input_shape=input.shape, target_shape=target.shape)
     shape = broadcast_shape(op, input.shape, target.shape)
     if target.size > 1 and op in _SHAPE_WARNED:
         # (4, 1) vs (4,) broadcasts to (4, 4): almost always a bug, so say so.
@@ -542,6 +552,7 @@ def _pointwise(cls, op, input, target, reduction, **params):
 
 
 _SHAPE_WARNED = ("mse_loss", "l1_loss", "smooth_l1_loss")
+_SAME_SHAPE = ("binary_cross_entropy", "binary_cross_entropy_with_logits")
 
 
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:

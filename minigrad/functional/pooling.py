@@ -11,6 +11,8 @@ Averages accumulate in float32 for float16/bfloat16 and round once (invariant 3)
 
 from __future__ import annotations
 
+import numpy as np
+
 from .._backend import get_array_module, kernels
 from .._backend.dtypes import float32, is_low_precision
 from ..autodiff.function import Function
@@ -213,11 +215,29 @@ def _adaptive(x, in_hw, out_hw, transpose):
         return _avg_backward(x, in_hw=in_hw, **cfg) if transpose else _avg_forward(x, **cfg)
     xp = get_array_module(x)
     acc = _acc_dtype(x.dtype)
-    a = _bin_matrix(xp, in_hw[0], out_hw[0], acc)
-    b = _bin_matrix(xp, in_hw[1], out_hw[1], acc)
-    if transpose:
-        a, b = a.T, b.T
+    if not transpose:  # each output reads only its bin: an inf or NaN reaches only its bins
+        y = _bin_average(_bin_average(x.astype(acc, copy=False), 3, out_hw[1]), 2, out_hw[0])
+        return y.astype(x.dtype, copy=False)
+    # The adjoint (backward) spreads each output gradient over its bin, as one matrix product.
+    a = _bin_matrix(xp, in_hw[0], out_hw[0], acc).T
+    b = _bin_matrix(xp, in_hw[1], out_hw[1], acc).T
     return _separable(x.astype(acc, copy=False), a, b).astype(x.dtype, copy=False)
+
+
+def _bin_average(x, axis, n_out):
+    """Mean over PyTorch's adaptive bins along ``axis``, by gathering each bin's elements
+    (a product with a bin matrix would spread an inf as inf * 0 = NaN to every output)."""
+    xp = get_array_module(x)
+    n_in = x.shape[axis]
+    i = np.arange(n_out)
+    start = (i * n_in) // n_out
+    end = -((-(i + 1) * n_in) // n_out)
+    length = end - start
+    idx = start[:, None] + np.arange(int(length.max()))[None, :]   # (n_out, longest bin)
+    valid = idx < end[:, None]
+    taps = xp.moveaxis(x, axis, -1)[..., np.minimum(idx, n_in - 1)]
+    summed = xp.where(xp.asarray(valid), taps, 0).sum(-1)
+    return xp.moveaxis(summed / xp.asarray(length, dtype=x.dtype), -1, axis)
 
 
 class AdaptiveAvgPool2d(Function):

@@ -139,7 +139,10 @@ class Std(Var):
 
     def backward(self, gy):
         x, y = self.saved_tensors
-        g = _expand_grad(gy / y, self.in_shape, self.axes, self.keepdims)
+        # A zero std (one element, a constant slice) has the subgradient 0, as in PyTorch: not
+        # 0/0 = NaN, which would make a GradScaler skip every step.
+        safe = _where(const(y.data == 0), math.inf, y)
+        g = _expand_grad(gy / safe, self.in_shape, self.axes, self.keepdims)
         return g * self._centered(x) * (1.0 / self.denom if self.denom > 0 else math.nan)
 
 
@@ -347,7 +350,9 @@ class Norm(Function):
         if self.ord == 2:
             return g * x / safe
         p = self.ord
-        return g * sgn * _pow(_abs(x), p - 1) / _pow(safe, p - 1)
+        # p < 1: |x|^(p-1) is inf at x == 0, where sgn is 0: the subgradient there is 0 (PyTorch)
+        ax = _abs(x) if p >= 1 else _where(const(x.data == 0), 1.0, _abs(x))
+        return g * sgn * _pow(ax, p - 1) / _pow(safe, p - 1)
 
 
 def sum(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:

@@ -17,8 +17,8 @@ from .._backend.dtypes import float32, float64
 from ..autodiff.function import Function
 from ..tensor import Tensor
 from ._composite import composite
-from ._utils import as_operand, normalize_axis, op_error, shape_of, sum_to_shape
-from .elementwise import _erf_array, exp, sqrt
+from ._utils import as_operand, const, normalize_axis, op_error, shape_of, sum_to_shape
+from .elementwise import _erf_array, exp, sqrt, where
 
 __all__ = [
     "acos", "addcdiv", "addcmul", "asin", "atan2", "cosh", "cross", "erfinv", "log10", "log2",
@@ -171,7 +171,8 @@ class Atan2(Function):
     def backward(self, gz):
         y, x = self.saved_tensors
         need_y, need_x = self.needs_input_grad
-        r = gz / (x * x + y * y)
+        den = x * x + y * y  # 0 at the origin, where the gradient is 0 (PyTorch), not 0/0
+        r = gz / where(const(den.data == 0), math.inf, den)
         return (sum_to_shape(r * x, y.shape) if need_y else None,
                 sum_to_shape(-r * y, x.shape) if need_x else None)
 

@@ -1,0 +1,61 @@
+"""PyTorch's answers at special points: gradients at non-differentiable points are its
+subgradients (never 0/0 = NaN, which would make a GradScaler skip every step), an inf reaches
+only the outputs that read it, empty axes give empty results, and sizes PyTorch refuses to
+broadcast are refused. Expected values are PyTorch 2.x's."""
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+import minigrad.functional as F
+
+
+def _grad(f, x):
+    t = mg.tensor(x, requires_grad=True)
+    f(t).sum().backward()
+    return t.grad.numpy()
+
+
+@pytest.mark.parametrize("name,f,x,expect", [
+    ("std of a constant slice", lambda t: F.std(t, ddof=1), [2.0, 2.0], [0.0, 0.0]),
+    ("std of one element", F.std, [2.0], [0.0]),
+    ("0 ** 0 with a tensor exponent", lambda t: t ** mg.tensor([0.0]), [0.0], [0.0]),
+    ("atan2 at the origin", lambda t: F.atan2(t, mg.tensor([0.0])), [0.0], [0.0]),
+    ("norm p < 1 at a zero", lambda t: F.norm(t, 0.5), [0.0, 1.0], [0.0, 1.0]),
+    ("norm p = 3 at a zero", lambda t: F.norm(t, 3), [0.0, 1.0], [0.0, 1.0]),
+])
+def test_subgradients_at_non_differentiable_points(name, f, x, expect):
+    np.testing.assert_allclose(_grad(f, x), expect, atol=1e-7)
+
+
+@pytest.mark.parametrize("loss", [
+    lambda t: F.cross_entropy(t, mg.tensor([-100, -100])),
+    lambda t: F.cross_entropy(t, mg.tensor([-100, -100]), label_smoothing=0.1),
+    lambda t: F.nll_loss(t, mg.tensor([-100, -100])),
+])
+def test_every_target_ignored_gives_nan_loss_and_zero_gradient(loss):
+    t = mg.tensor([[1.0, 2.0], [0.0, 1.0]], requires_grad=True)
+    out = loss(t)
+    assert np.isnan(out.item())                      # 0 / 0, as PyTorch
+    out.backward()
+    np.testing.assert_array_equal(np.abs(t.grad.numpy()), 0.0)
+
+
+def test_adaptive_avg_pool_inf_reaches_only_its_bin():
+    x = mg.tensor(np.array([[[[1, np.inf, 3, 4, 5]]]], np.float32))
+    np.testing.assert_array_equal(F.adaptive_avg_pool2d(x, (1, 2)).numpy(), [[[[np.inf, 4.0]]]])
+
+
+@pytest.mark.parametrize("f", [F.softmax, F.log_softmax])
+def test_softmax_over_an_empty_axis_is_empty(f):
+    x = mg.zeros(2, 0, requires_grad=True)
+    y = f(x, 1)
+    assert y.shape == (2, 0)
+    y.sum().backward()
+    assert x.grad.shape == (2, 0)
+
+
+@pytest.mark.parametrize("f", [F.binary_cross_entropy_with_logits, F.binary_cross_entropy])
+def test_binary_cross_entropy_refuses_a_target_of_another_size(f):
+    with pytest.raises(ValueError, match="target size must be the same as input size"):
+        f(mg.full((4, 3), 0.5), mg.zeros(4, 1))
