@@ -1011,3 +1011,22 @@ def test_inplace_unscale_gpu_kernel_matches_numpy():
     assert int(flag.get()) == int(ref_flag) == 1
     for d, h in zip(dev, host):
         np.testing.assert_array_equal(_bits(d.get()), _bits(h))
+
+
+def test_megengine_unscale_after_each_fresh_backward_without_update():
+    # MegEngine's own amp test: backward(unscale_grad=False) then unscale, three times over, with
+    # no update() between; only the same gradients unscaled twice are refused.
+    w = mg.Parameter(np.ones(3, np.float32))
+    gm = GradManager().attach([w])
+    scaler = amp.GradScaler(init_scale=4.0)
+    for _ in range(3):
+        with gm:
+            scaler.backward(gm, (w * 2.0).sum(), unscale_grad=False)
+        scaler.unscale(gm.attached_tensors())
+        np.testing.assert_array_equal(w.grad.numpy(), [2.0, 2.0, 2.0])
+        w.grad = None
+    with gm:
+        scaler.backward(gm, (w * 2.0).sum(), unscale_grad=False)
+    scaler.unscale(gm.attached_tensors())
+    with pytest.raises(RuntimeError, match="already unscaled since the last update"):
+        scaler.unscale(gm.attached_tensors())

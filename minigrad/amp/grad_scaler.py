@@ -570,13 +570,15 @@ class GradScaler:
             return grad_tensors
         ts = [grad_tensors] if isinstance(grad_tensors, Tensor) else list(grad_tensors)
         for t in ts:
-            if self._unscaled.get(t) is not None:
+            # the same gradient twice is refused; a new backward's gradient (a new object) is
+            # not, as MegEngine's own tests loop backward(unscale_grad=False) + unscale
+            if t.grad is not None and self._unscaled.get(t) is t.grad:
                 raise RuntimeError(
                     "GradScaler.unscale: these gradients were already unscaled since the last "
                     "update(); call scaler.update() once per iteration before unscaling again")
         found = self._unscale_tensors(ts, "GradScaler.unscale")
         for t in ts:
-            self._unscaled.set(t, True)
+            self._unscaled.set(t, t.grad)
         if found is None:
             return grad_tensors
         if self._sync_free:
