@@ -61,6 +61,16 @@ def const(array) -> Tensor:
     return _make(array, False, None, 0)
 
 
+def owned_for_backward(index, needed: bool):
+    """The array of an index or condition Tensor, copied when a backward will read it: the
+    backward then scatters by the values the forward used even if the caller changes the
+    Tensor in place in between (PyTorch raises there; the deviation is documented). Arrays
+    minigrad made itself, and calls whose backward will not run, are passed as they are."""
+    if not isinstance(index, Tensor):
+        return index
+    return index.data.copy() if needed else index.data
+
+
 def fast_backward() -> bool:
     """True when the backward pass is not itself recorded (``create_graph=False``) and no
     dispatch hook (``amp.debug_overflow``) watches the ops.

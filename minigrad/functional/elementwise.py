@@ -14,16 +14,18 @@ import math
 from .._backend import get_array_module, kernels
 from .._backend.dtypes import float32, float64
 from ..autodiff.function import Function
+from ..autodiff.grad_mode import grad_enabled
 from ..tensor import Tensor
 from ._utils import (
     as_operand,
-    check_floating,
     blockwise,
     broadcast_shape,
+    check_floating,
     const,
     fast_backward,
     lift_scalar,
     op_error,
+    owned_for_backward,
     shape_of,
     sum_to_shape,
 )
@@ -593,7 +595,9 @@ def where(cond, a, b) -> Tensor:
         a: values where ``cond`` holds.
         b: values elsewhere.
     """
-    c = cond.data if isinstance(cond, Tensor) else cond
+    needed = grad_enabled.get() and any(isinstance(t, Tensor) and t.requires_grad
+                                        for t in (a, b))
+    c = owned_for_backward(cond, needed)
     if not hasattr(c, "dtype"):
         ref = a if isinstance(a, Tensor) else b
         c = get_array_module(ref.data).asarray(c) if isinstance(ref, Tensor) else c

@@ -13,6 +13,7 @@ import numpy as np
 from .._backend import get_array_module
 from .._backend.dtypes import float32
 from ..autodiff.function import Function
+from ..autodiff.grad_mode import grad_enabled
 from ..tensor import Tensor
 from ._axes import check_axis
 from ._utils import (
@@ -22,6 +23,7 @@ from ._utils import (
     normalize_axes,
     normalize_axis,
     op_error,
+    owned_for_backward,
     scatter_add_flat,
     scatter_add_rows,
     sum_to_shape,
@@ -308,13 +310,14 @@ def split(x: Tensor, nsplits_or_sections, axis: int = 0) -> list:
 
 
 # --------------------------------------------------------------------------- indexing
-def _index_data(index, xp):
-    """Unwrap Tensors and lists in an index; report whether it holds integer arrays."""
+def _index_data(index, xp, needed=False):
+    """Unwrap Tensors (copied when a backward will read them) and lists in an index; report
+    whether it holds integer arrays."""
     items = index if isinstance(index, tuple) else (index,)
     out, has_int_array, advanced = [], False, False
     for it in items:
         if isinstance(it, Tensor):
-            it = it.data
+            it = owned_for_backward(it, needed)
         elif isinstance(it, list):
             it = xp.asarray(it)
         if hasattr(it, "dtype") and hasattr(it, "ndim") and not isinstance(it, np.generic):
@@ -371,7 +374,8 @@ class GetItemBackward(Function):
 def getitem(x: Tensor, index) -> Tensor:
     """``x[index]`` with NumPy semantics: ints, slices, None, Ellipsis, integer arrays/Tensors
     and bool masks. Repeated integer indices accumulate their gradients."""
-    index, advanced, has_int = _index_data(index, get_array_module(x.data))
+    index, advanced, has_int = _index_data(index, get_array_module(x.data),
+                                           grad_enabled.get() and x.requires_grad)
     out = GetItem.apply(x, index=index, advanced=advanced, has_int=has_int)
     return out if advanced else _view(out, x)
 
@@ -490,9 +494,11 @@ def tile(x: Tensor, reps) -> Tensor:
 
 
 # --------------------------------------------------------------------------- gather / scatter
-def _index_array(index, x, op):
+def _index_array(index, x, op, *others):
     xp = get_array_module(x.data)
-    idx = index.data if isinstance(index, Tensor) else xp.asarray(index)
+    needed = grad_enabled.get() and any(t.requires_grad for t in (x, *others)
+                                        if isinstance(t, Tensor))
+    idx = owned_for_backward(index, needed) if isinstance(index, Tensor) else xp.asarray(index)
     if idx.dtype.kind not in "iu":
         raise op_error(op, f"index must be integer, got {idx.dtype}")
     return idx
@@ -613,7 +619,7 @@ def scatter_add(x: Tensor, axis: int, index, src: Tensor) -> Tensor:
     """Out-of-place ``torch.Tensor.scatter_add_``: ``out[index[i][j]][j] += src[i][j]`` for
     ``axis=0``; repeated indices accumulate. ``index`` may be smaller than ``src``."""
     axis = normalize_axis(axis, x.ndim, "scatter_add")
-    idx = _index_array(index, x, "scatter_add")
+    idx = _index_array(index, x, "scatter_add", src)
     _check_along("scatter_add", x.shape, idx, axis, src.shape)
     return ScatterAdd.apply(x, const(idx), src, axis=axis)
 

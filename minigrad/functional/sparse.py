@@ -14,8 +14,9 @@ from .._backend import random as _random
 from .._backend.dtypes import float32
 from .._backend.indexing import check_index_range, scatter_add_rows
 from ..autodiff.function import Function
+from ..autodiff.grad_mode import grad_enabled
 from ..tensor import Tensor
-from ._utils import op_error
+from ._utils import const, op_error, owned_for_backward
 from .activation import acc_dtype, check_floating
 
 __all__ = ["dropout", "embedding"]
@@ -119,4 +120,6 @@ def embedding(indices: Tensor, weight: Tensor, padding_idx: int | None = None) -
             raise op_error("embedding", "padding_idx must index a row of weight",
                            padding_idx=padding_idx, weight_shape=weight.shape)
         padding_idx %= n
+    if isinstance(indices, Tensor) and grad_enabled.get() and weight.requires_grad:
+        indices = const(owned_for_backward(indices, True))  # the rows the forward read
     return Embedding.apply(indices, weight, padding_idx=padding_idx)
