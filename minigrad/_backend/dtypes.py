@@ -94,30 +94,53 @@ def category(dtype) -> int:
     return _CATEGORY[dtype]
 
 
-def result_type(tensor_dtypes, scalar_types=()) -> np.dtype:
-    """The dtype PyTorch gives a binary/n-ary op on tensors of ``tensor_dtypes`` and Python
-    scalars of ``scalar_types`` (``int``, ``float``, ``bool``).
+def _promote_all(dtypes):
+    """The promotion of ``dtypes`` within and across categories (None for none)."""
+    dtypes = list(dtypes)
+    if not dtypes:
+        return None
+    res = widest_float(dtypes)
+    return np.result_type(*dtypes) if res is None else res
+
+
+def _combine(higher, lower):
+    """PyTorch's ``combine_categories``: ``higher`` (the stronger participants' dtype) wins
+    unless ``lower`` is of a higher category, which then promotes with it."""
+    if higher is None:
+        return lower
+    if lower is None or higher in _FLOATS:
+        return higher
+    if higher == bool_ or lower in _FLOATS:
+        return _promote_all([higher, lower])
+    return higher
+
+
+def result_type(tensor_dtypes, scalar_types=(), zero_dim_dtypes=()) -> np.dtype:
+    """The dtype PyTorch gives a binary/n-ary op on tensors of ``tensor_dtypes``, 0-d tensors
+    of ``zero_dim_dtypes`` (listed apart only when dimensioned tensors are there too) and
+    Python scalars of ``scalar_types`` (``int``, ``float``, ``bool``). Categories rank
+    bool < integer < float; within one, dimensioned tensors decide over 0-d tensors, which
+    decide over scalars (``float32[2] + float64 0-d -> float32``, ``int32[2] + int64 0-d ->
+    int32``, ``int64[2] + float64 0-d -> float64``).
 
     Example:
         >>> result_type([int64, float16]), result_type([int64], [float])
         (dtype('float16'), dtype('float32'))
-        >>> result_type([float16], [float])
-        dtype('float16')
+        >>> result_type([float16], [float]), result_type([float16], (), [float32])
+        (dtype('float16'), dtype('float16'))
     """
-    tensor_dtypes = list(tensor_dtypes)
-    res = widest_float(tensor_dtypes)
-    if res is None:
-        res = np.result_type(*tensor_dtypes)
-    cat = _CATEGORY.get(res, 2)
+    wrapped = None
     for s in scalar_types:
         c = _SCALAR_CATEGORY.get(s, 2)
-        if c > cat:
-            cat, res = c, _CATEGORY_DEFAULT[c]
-    return res
+        if wrapped is None or c > _CATEGORY[wrapped]:
+            wrapped = _CATEGORY_DEFAULT[c]
+    res = _combine(_promote_all(tensor_dtypes),
+                   _combine(_promote_all(zero_dim_dtypes), wrapped))
+    return res if res is not None else DEFAULT_FLOAT
 
 
-def float_result_type(tensor_dtypes, scalar_types=()) -> np.dtype:
+def float_result_type(tensor_dtypes, scalar_types=(), zero_dim_dtypes=()) -> np.dtype:
     """``result_type`` for ops defined on floats only (exp, true division): a bool or integer
     result becomes the default float dtype, float32 (PyTorch's ``exp(int64) -> float32``)."""
-    res = result_type(tensor_dtypes, scalar_types)
+    res = result_type(tensor_dtypes, scalar_types, zero_dim_dtypes)
     return res if res in _FLOATS else DEFAULT_FLOAT

@@ -56,6 +56,28 @@ _np_asarray = np.asarray
 _SCALARS = (int, float, bool)
 
 
+def _zero_dim_mix(arrays) -> bool:
+    """True when 0-d and dimensioned arrays of different dtypes meet (PyTorch then lets the
+    dimensioned ones decide within a category)."""
+    zero = dims = None
+    for a in arrays:
+        if a.ndim:
+            dims = a.dtype if dims is None else dims
+        else:
+            zero = a.dtype if zero is None else zero
+    if zero is None or dims is None:
+        return False
+    return any(a.dtype != dims for a in arrays)
+
+
+def _zero_dim_inputs(inputs) -> bool:
+    """:func:`_zero_dim_mix` of the Tensor inputs, cheap when no input is 0-d (the usual op)."""
+    for x in inputs:
+        if isinstance(x, Tensor) and not x.data.ndim:
+            return _zero_dim_mix([t.data for t in inputs if isinstance(t, Tensor)])
+    return False
+
+
 def _promote(cls, inputs):
     """``inputs`` with tensors cast to the dtype PyTorch's promotion gives op ``cls``."""
     kind = cls.promote
@@ -74,12 +96,16 @@ def _promote(cls, inputs):
     # One float dtype throughout (Python scalars never widen a float tensor): nothing to do.
     if first is None or uniform and (first in _FLOATS or not scalars and kind == "common"):
         return inputs
-    dtypes = [x.data.dtype for x in inputs[cls.promote_skip:] if isinstance(x, Tensor)]
-    target = (float_result_type if kind == "float" else result_type)(dtypes, scalars)
+    tensors = [x.data for x in inputs[cls.promote_skip:] if isinstance(x, Tensor)]
+    zero_dim = _zero_dim_mix(tensors)
+    dims = [a.dtype for a in tensors if not zero_dim or a.ndim]
+    zeros = [a.dtype for a in tensors if zero_dim and not a.ndim]
+    target = (float_result_type if kind == "float" else result_type)(dims, scalars, zeros)
     # Floats of different widths are left to NumPy and the autocast "promote" row, which agree
-    # with PyTorch (widest float) and record the cast on the op; only bool/int tensors, and the
-    # float16/bfloat16 pair NumPy cannot combine, are cast here.
-    wide = target not in dtypes
+    # with PyTorch (widest float) and record the cast on the op; only bool/int tensors, the
+    # float16/bfloat16 pair NumPy cannot combine, and 0-d tensors beside dimensioned ones (NumPy
+    # lets a float64 0-d widen a float32 array, PyTorch does not) are cast here.
+    wide = zero_dim or target not in dims + zeros
     from ..functional.cast import Cast  # functional sits above autodiff: import when needed
 
     out = tuple([Cast.apply(x, dtype=target) if isinstance(x, Tensor) and i >= cls.promote_skip
@@ -230,11 +256,22 @@ class Function:
             # NumPy and PyTorch agree whenever the result has the dtype of an input (same-dtype
             # floats, float widths, integers): checking the result costs one comparison. When
             # they may differ (int64 * float32 -> float64), redo the op on promoted inputs.
+            # 0-d tensors beside dimensioned ones of another dtype: NumPy lets the 0-d decide
+            # (float32[2] + float64 0-d -> float64), PyTorch the dimensioned ones.
             od = out.dtype
             x = inputs[0]
-            if not (isinstance(x, Tensor) and x.data.dtype is od or [
-                    x for x in inputs if isinstance(x, Tensor) and x.data.dtype is od]) or (
-                    promote == "float" and od not in _FLOATS):
+            if promote == "float" and od not in _FLOATS:
+                redo = True
+            elif isinstance(x, Tensor) and x.data.dtype is od:
+                redo = False
+                for t in inputs:  # no slice: this runs for every op
+                    if t is not x and isinstance(t, Tensor) and t.data.dtype is not od:
+                        redo = _zero_dim_inputs(inputs)
+                        break
+            else:
+                redo = not [t for t in inputs if isinstance(t, Tensor) and t.data.dtype is od] \
+                    or _zero_dim_inputs(inputs)
+            if redo:
                 promoted = _promote(cls, inputs)
                 if promoted is not inputs:
                     return cls.apply(*promoted, **attrs)

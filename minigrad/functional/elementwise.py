@@ -773,7 +773,9 @@ class PReLU(Function):
 
     @staticmethod
     def _wshape(x, w):
-        return (-1,) if w.size == 1 or x.ndim < 2 else (1, -1) + (1,) * (x.ndim - 2)
+        if w.size == 1 or x.ndim < 2:  # one weight: a 0-d one, so a 0-d x stays 0-d
+            return ()
+        return (1, -1) + (1,) * (x.ndim - 2)
 
     def backward(self, gy):
         x, w = self.saved_tensors

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._backend import get_array_module
-from .._backend.dtypes import float32
+from .._backend.dtypes import float32, result_type
 from ..autodiff.function import Function
 from ..autodiff.grad_mode import grad_enabled
 from ..tensor import Tensor
@@ -267,9 +267,21 @@ def _tensors(tensors, op):
     return tensors
 
 
+def _common_dtype(tensors):
+    """The tensors cast to PyTorch's promotion of their dtypes (int64 with float32 gives
+    float32, not NumPy's float64; float16 with bfloat16 gives float32, not an error)."""
+    dtypes = {t.dtype for t in tensors}
+    if len(dtypes) == 1:
+        return tensors
+    from .cast import cast
+
+    target = result_type(list(dtypes))
+    return [cast(t, target) for t in tensors]
+
+
 def concat(tensors, axis: int = 0) -> Tensor:
     """Join tensors along an existing ``axis``."""
-    tensors = _tensors(tensors, "concat")
+    tensors = _common_dtype(_tensors(tensors, "concat"))
     axis = normalize_axis(axis, tensors[0].ndim, "concat")
     if len(tensors) == 1:
         return tensors[0]
@@ -278,7 +290,7 @@ def concat(tensors, axis: int = 0) -> Tensor:
 
 def stack(tensors, axis: int = 0) -> Tensor:
     """Join equally shaped tensors along a new ``axis``."""
-    tensors = _tensors(tensors, "stack")
+    tensors = _common_dtype(_tensors(tensors, "stack"))
     axis = normalize_axis(axis, tensors[0].ndim + 1, "stack")
     return Stack.apply(*tensors, axis=axis)
 

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from .._backend import get_array_module
-from .._backend.dtypes import float32, float64
+from .._backend.dtypes import float32, float64, float_result_type
 from ..autodiff.function import Function
 from ..tensor import Tensor
 from ._composite import composite
@@ -163,7 +163,8 @@ class Atan2(Function):
 
     def forward(self, y, x):
         xp = get_array_module(y if hasattr(y, "dtype") else x)
-        dtype = (y if hasattr(y, "dtype") else x).dtype
+        # PyTorch's promotion of the pair (float16 with float32 gives float32), not y's dtype
+        dtype = float_result_type([a.dtype for a in (y, x) if hasattr(a, "dtype")])
         out = xp.arctan2(_wide(xp.asarray(y)), _wide(xp.asarray(x)))
         self.save_for_backward(y, x)
         return out.astype(dtype, copy=False)
