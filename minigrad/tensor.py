@@ -28,7 +28,7 @@ from ._backend.sync_debug import sync_mode as _sync_mode
 __all__ = [
     "Tensor", "Parameter", "tensor", "zeros", "ones", "full", "empty", "arange", "linspace",
     "eye", "randn", "rand", "randint", "normal", "uniform", "zeros_like", "ones_like",
-    "full_like", "manual_seed", "from_dlpack",
+    "full_like", "manual_seed", "from_dlpack", "from_numpy", "as_tensor",
 ]
 
 # A training step that owns the backward of its loss (``nn.Graph`` scales ``loss.backward()``
@@ -36,9 +36,14 @@ __all__ = [
 backward_override: ContextVar = ContextVar("minigrad_backward_override", default=None)
 
 
-def _to_array(data, dtype, device):
+def _to_array(data, dtype, device, copy=True):
+    """``data`` as a backend array; a new one unless ``copy`` is False (``as_tensor``), so a
+    Tensor made by ``tensor()`` never aliases its source (PyTorch's ``torch.tensor`` copies)."""
     if isinstance(data, Tensor):
         data = data.data
+    if copy and hasattr(data, "dtype") and hasattr(data, "shape"):
+        arr = _to_array(data, dtype, device, copy=False)
+        return arr.copy() if arr is data or getattr(arr, "base", None) is data else arr
     if dtype is None and not hasattr(data, "dtype"):
         # Python floats (and lists of them) default to float32, as in PyTorch and MegEngine.
         data = np.asarray(data)
@@ -55,6 +60,8 @@ class Tensor:
         dtype: e.g. ``mg.float32``, ``"float16"``; Python floats default to float32.
         device: ``"cpu"`` (default) or ``"cuda[:N]"``.
         requires_grad: record ops on this tensor so backward reaches it.
+        copy: copy an array (or Tensor) given as ``data`` (default, as ``torch.tensor``);
+            ``False`` shares it when no conversion is needed (``as_tensor``/``from_numpy``).
 
     Example:
         >>> import minigrad as mg
@@ -72,11 +79,12 @@ class Tensor:
     __array_ufunc__ = None  # make NumPy defer to our reflected operators
     __hash__ = object.__hash__
 
-    def __init__(self, data, dtype=None, device=None, requires_grad: bool = False):
+    def __init__(self, data, dtype=None, device=None, requires_grad: bool = False, *,
+                 copy: bool = True):
         dtype = normalize_dtype(dtype)
         if device is None:
             device = B.device_of(data.data if isinstance(data, Tensor) else data)
-        self.data = _to_array(data, dtype, B.normalize_device(device))
+        self.data = _to_array(data, dtype, B.normalize_device(device), copy)
         if self.data.dtype.kind not in "biuf" and not is_floating(self.data.dtype):
             raise TypeError(
                 f"tensor: unsupported dtype {self.data.dtype} (from {type(data).__name__}); "
@@ -645,7 +653,40 @@ class Parameter(Tensor):
     __slots__ = ()
 
     def __init__(self, data, dtype=None, device=None, requires_grad: bool = True):
+        if isinstance(data, Tensor) and _same_array(data, dtype, device):
+            # PyTorch's Parameter(t) shares t's memory and its version counter: changing t in
+            # place before a backward that needs the parameter raises, as there.
+            super().__init__(data.data, requires_grad=requires_grad, copy=False)
+            if data._vc is None:
+                data._vc = [0]
+            self._vc = data._vc
+            return
         super().__init__(data, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def _same_array(t: Tensor, dtype, device) -> bool:
+    """Whether ``t``'s array already has ``dtype`` and lives on ``device`` (None: any)."""
+    return ((dtype is None or normalize_dtype(dtype) == t.dtype)
+            and (device is None or B.normalize_device(device) == t.device))
+
+
+def from_numpy(array) -> Tensor:
+    """A Tensor sharing ``array``'s memory (PyTorch's ``torch.from_numpy``): writes through
+    either are seen by both."""
+    if type(array) is not np.ndarray:
+        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
+    return Tensor(array, copy=False)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """``data`` as a Tensor without a copy when it is already an array (or Tensor) of
+    ``dtype`` on ``device``, sharing its memory (and a Tensor's version counter); a new Tensor
+    otherwise (PyTorch's ``torch.as_tensor``)."""
+    if isinstance(data, Tensor):
+        if _same_array(data, dtype, device):
+            return data
+        return data.to(device or data.device).astype(dtype or data.dtype)
+    return Tensor(data, dtype=dtype, device=device, copy=False)
 
 
 # --------------------------------------------------------------------- creation functions
