@@ -50,7 +50,8 @@ def get_default_device() -> str:
 __all__ = [
     "Tensor", "Parameter", "tensor", "zeros", "ones", "full", "empty", "arange", "linspace",
     "eye", "randn", "rand", "randint", "normal", "uniform", "zeros_like", "ones_like",
-    "full_like", "manual_seed", "from_dlpack", "from_numpy", "as_tensor", "no_grad", "enable_grad", "set_grad_enabled",
+    "full_like", "manual_seed", "from_dlpack", "from_numpy", "as_tensor", "no_grad",
+    "enable_grad", "set_grad_enabled",
     "is_grad_enabled", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32",
     "int64", "uint8", "bool_", "autodiff", "functional", "cuda", "save", "load", "amp", "data",
     "hub", "models", "nn", "optimizer", "autograd", "optim", "utils", "autocast",

@@ -159,3 +159,36 @@ def test_checkpoint_sequential_matches_the_model(segments):
         np.testing.assert_allclose(a, b, rtol=1e-6)
     with pytest.raises(ValueError, match="segments"):
         checkpoint_sequential(model, 9, x)
+
+
+# ----------------------------------------------------------------------------- regressions
+def _lin_grads(run):
+    mg.manual_seed(0)
+    lin = mg.nn.Linear(2, 3)
+    x = mg.tensor(np.arange(6, dtype=np.float32).reshape(3, 2), requires_grad=True)
+    (run(lin, x) ** 2).sum().backward()
+    return [lin.weight.grad.numpy(), lin.bias.grad.numpy(), x.grad.numpy()]
+
+
+def test_nested_checkpoints_keep_every_gradient():
+    plain = _lin_grads(lambda lin, x: lin(x))
+    nested = _lin_grads(lambda lin, x: checkpoint(lambda t: checkpoint(lin, t), x))
+    for a, b in zip(plain, nested):
+        np.testing.assert_allclose(b, a, rtol=1e-6)
+
+
+def test_an_input_changed_in_place_after_the_forward_raises_even_without_grad():
+    lin = mg.nn.Linear(1, 1, bias=False)
+    x = mg.ones(2, 1)                   # requires no grad: the recompute still reads it
+    y = checkpoint(lin, x)
+    x.mul_(10.0)
+    with pytest.raises(RuntimeError, match="modified in place after the forward"):
+        y.sum().backward()
+
+
+def test_an_unused_output_leaves_its_parameters_without_gradient():
+    a, b = mg.nn.Linear(2, 2), mg.nn.Linear(2, 2)
+    x = mg.randn(3, 2, requires_grad=True)
+    o1, _ = checkpoint(lambda t: (a(t), b(t)), x)
+    o1.sum().backward()
+    assert a.weight.grad is not None and b.weight.grad is None and b.bias.grad is None

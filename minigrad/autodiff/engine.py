@@ -190,7 +190,7 @@ def run_backward(roots, grad_roots, *, retain_graph=False, create_graph=False,
             fn = ready.pop()
             grads = buffers.pop(fn, None) or [None] * fn.n_outputs
             for i, g in enumerate(grads):
-                if g is None:
+                if g is None and fn.materialize_grads:
                     shape, dtype = fn.out_meta[i] if fn.n_outputs > 1 else (None, None)
                     grads[i] = Tensor._make(_zeros_like_meta(fn, shape, dtype), False, None, 0)
             if hooks:

@@ -169,6 +169,7 @@ class Function:
     n_outputs = 1
     promote = None      # None | "common" | "float" | "same" (see the module docstring)
     promote_skip = 0    # leading inputs promotion leaves alone (where's condition)
+    materialize_grads = True  # backward gets zeros (not None) for outputs nobody used
 
     def save_for_backward(self, *arrays) -> None:
         """Keep arrays (inputs, outputs or intermediates) for ``backward``.

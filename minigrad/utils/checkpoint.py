@@ -46,6 +46,14 @@ class _Substitute:
     __slots__ = ("inner", "sub")
 
     def __init__(self, sub, inner):
+        if isinstance(inner, _Substitute):
+            # A checkpoint recomputed inside another's recompute: the outer stand-in of a
+            # tensor is what this one's mapping knows, so compose outer-then-inner into one map
+            # (applying them in the other order would hand this recompute the outer stand-in,
+            # whose gradient nobody captures).
+            merged = {k: sub.get(id(v), v) for k, v in inner.sub.items()}
+            merged.update(sub)
+            sub, inner = merged, inner.inner
         self.sub = sub
         self.inner = inner
 
@@ -61,6 +69,7 @@ class Checkpoint(Function):
     """The node standing for a checkpointed block; see the module docstring."""
 
     name = "checkpoint"
+    materialize_grads = False  # an output nobody used gets None: its parameters stay None
 
     def forward(self, *arrays, run):
         self.run = run  # (fn, args, kwargs, autocast state, rng state, outputs, versions)
@@ -71,8 +80,8 @@ class Checkpoint(Function):
             raise RuntimeError(
                 "checkpoint: backward with create_graph=True (double backward) through a "
                 "checkpointed block is not supported; call the block without checkpoint")
-        fn, args, kwargs, amp_state, rng, _, versions = self.run
-        for x, v in zip(self.inputs, versions):
+        fn, args, kwargs, amp_state, rng, _, watched = self.run
+        for x, v in watched:  # every tensor the block read from outside, grad or not
             if x._version != v:
                 raise RuntimeError(
                     f"checkpoint: a tensor the checkpointed block used (shape {x.shape}, "
@@ -92,7 +101,7 @@ class Checkpoint(Function):
             if saved_rng is not None:
                 _random.set_state(saved_rng)
         outs = out if isinstance(out, (tuple, list)) else (out,)
-        pairs = [(o, g) for o, g in zip(outs, grads) if o.requires_grad]
+        pairs = [(o, g) for o, g in zip(outs, grads) if o.requires_grad and g is not None]
         if not pairs:
             return (None,) * len(stand)
         return tuple(run_backward([o for o, _ in pairs], [g for _, g in pairs],
@@ -117,14 +126,21 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state: bool = T
     if not grad_enabled.get():
         return function(*args, **kwargs)
     used: dict = {}
-    for a in args:
-        if isinstance(a, Tensor) and a.requires_grad:
-            used.setdefault(id(a), a)
+    read: dict = {}    # every Tensor made outside that the block read (version-checked)
+    made: set = set()  # ids of Tensors the block made
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, Tensor):
+            read.setdefault(id(a), a)
+            if a.requires_grad:
+                used.setdefault(id(a), a)
 
     def collect(phase, fn, inputs, outputs):
         for x in inputs:
-            if isinstance(x, Tensor) and x.requires_grad:  # made outside: inside is no_grad
-                used.setdefault(id(x), x)
+            if isinstance(x, Tensor) and id(x) not in made:
+                read.setdefault(id(x), x)
+                if x.requires_grad:  # made outside: inside is no_grad
+                    used.setdefault(id(x), x)
+        made.update(id(o) for o in outputs)
 
     amp_state = captured_state()
     rng = _random.get_state() if preserve_rng_state else None
@@ -148,7 +164,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state: bool = T
     res = Checkpoint.apply(*inputs,
                            run=(function, args, kwargs, amp_state, rng,
                                 arrays if isinstance(out, (tuple, list)) else arrays[0],
-                                [x._version for x in inputs]))
+                                [(x, x._version) for x in read.values()]))
     if isinstance(out, (tuple, list)):
         return type(out)(res) if isinstance(out, tuple) else list(res)
     return res
