@@ -411,10 +411,16 @@ class Graph:
     def load_state_dict(self, state: dict) -> None:
         """Restore a ``state_dict()``. A captured CUDA graph is dropped (the next call captures
         again): the restored parameters and optimizer state may live in new arrays."""
+        mods, opts = state.get("modules", {}), state.get("optimizers", [])
+        if set(mods) != set(self._modules) or len(opts) != len(self._optimizers):
+            raise ValueError(
+                f"{type(self).__name__}.load_state_dict: the state holds modules {sorted(mods)} "
+                f"and {len(opts)} optimizer(s), this graph has {sorted(self._modules)} and "
+                f"{len(self._optimizers)}; nothing was loaded")
         self.__dict__["_captured"] = None
-        for n, msd in state["modules"].items():
+        for n, msd in mods.items():
             self._modules[n].load_state_dict(msd)
-        for opt, osd in zip(self._optimizers, state["optimizers"]):
+        for opt, osd in zip(self._optimizers, opts):
             opt.load_state_dict(osd)
         if self._grad_scaler is not None and state.get("grad_scaler"):
             self._grad_scaler.load_state_dict(state["grad_scaler"])

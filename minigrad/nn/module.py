@@ -380,11 +380,19 @@ class Module:
             raise RuntimeError(f"load_state_dict for {type(self).__name__}: " + " | ".join(errors)
                                + ". Check that the checkpoint matches this architecture, or pass "
                                "strict=False to skip missing/unexpected keys")
+        # All or nothing: every value is converted first, so a bad one (naming its key) leaves
+        # the model exactly as it was instead of half loaded.
+        ready = {}
         for k, t in own.items():
             if k in state_dict:
                 src = state_dict[k]
                 src = src.data if isinstance(src, Tensor) else np.asarray(src)
-                t._set_data_(B.to_device(src, t.device))
+                if src.dtype.kind not in "biuf" and not is_floating(src.dtype):
+                    raise TypeError(f"load_state_dict for {type(self).__name__}: {k} holds "
+                                    f"{src.dtype} values; expected numbers for {t.dtype}")
+                ready[k] = B.to_device(src, t.device)
+        for k, arr in ready.items():
+            own[k]._set_data_(arr)
         return IncompatibleKeys(missing, unexpected)
 
     # ------------------------------------------------------------------ modes

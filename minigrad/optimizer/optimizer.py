@@ -187,6 +187,12 @@ class Optimizer:
             if p is None:
                 raise ValueError(f"{name}.load_state_dict: state for parameter index {idx} "
                                  "which no parameter group references")
+            for k, v in st.items():  # a state of another architecture fails here, not later
+                if k != "step" and hasattr(v, "shape") and tuple(v.shape) != tuple(p.shape):
+                    raise ValueError(
+                        f"{name}.load_state_dict: state {k!r} of parameter {idx} has shape "
+                        f"{tuple(v.shape)} but the parameter has shape {tuple(p.shape)}; the "
+                        "checkpoint belongs to another model")
             new_state[p] = {k: _restore(v, p) for k, v in st.items()}
         for saved, group in zip(groups, self.param_groups):
             for k, v in saved.items():
