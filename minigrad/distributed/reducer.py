@@ -75,30 +75,43 @@ class Bucket:
         # a fresh multi-MB buffer costs page faults every step, and one still referenced must
         # never be overwritten. CuPy's pool already recycles device memory.
         flat, self._spare = self._spare, None
-        if flat is None or xp is not np or sys.getrefcount(flat) > 2 or flat.dtype != dtype:
-            flat = xp.empty(self.numel, dtype)
+        # After the gradients, one slot per item counts the ranks that had its gradient: a
+        # parameter no rank used keeps grad None, as in PyTorch's DDP (not a zero gradient that
+        # weight decay or momentum would then apply).
+        size = self.numel + len(self.items)
+        if flat is None or xp is not np or sys.getrefcount(flat) > 2 or flat.dtype != dtype \
+                or flat.size != size:
+            flat = xp.empty(size, dtype)
+        self.local_missing = False
         with np.errstate(over="ignore"):  # a compressed overflow is inf, for the scaler to see
-            for (_, off, n, _), g in zip(self.items, grads):
+            for i, ((_, off, n, _), g) in enumerate(zip(self.items, grads)):
                 if g is None:
                     flat[off:off + n] = 0
+                    self.local_missing = True
                 else:
                     flat[off:off + n] = g.reshape(-1)
+                flat[self.numel + i] = g is not None
         self.flat = flat
         self.work = group.for_array(flat).iallreduce(flat, "sum")
         stats.comm_seconds += time.perf_counter() - t0
         stats.collectives += 1
 
     def wait(self, world: int, stats: Stats) -> list:
-        """Finish the reduction; the averaged gradients, one array per item (views)."""
+        """Finish the reduction; the averaged gradients, one array per item (views), None for
+        an item no rank had a gradient for."""
         t0 = time.perf_counter()
         self.work.wait()
         stats.comm_seconds += time.perf_counter() - t0
         flat = self._spare = self.flat
+        # Only a rank that lacked a gradient needs the counts (a host read on the GPU): where
+        # it had every gradient, every parameter was used somewhere.
+        unused = (B.to_device(flat[self.numel:], "cpu") == 0) if self.local_missing else None
         if flat.dtype != self.dtype:
             flat = flat.astype(self.dtype)
         flat /= self.dtype.type(world)
         self.flat = self.work = None
-        return [flat[off:off + n].reshape(shape) for _, off, n, shape in self.items]
+        return [None if unused is not None and unused[i] else flat[off:off + n].reshape(shape)
+                for i, (_, off, n, shape) in enumerate(self.items)]
 
 
 def plan(params, cap_bytes: int) -> list:
@@ -180,4 +193,4 @@ class ParamReducer:
 
     def _write_back(self, b, world) -> None:
         for (t, *_), g in zip(b.items, b.wait(world, self.stats)):
-            t.grad = Tensor._make(g, False, None, 0)
+            t.grad = None if g is None else Tensor._make(g, False, None, 0)

@@ -146,6 +146,30 @@ def no_sync_accumulates():
 
 
 @check
+def unused_parameters_keep_no_gradient():
+    # A layer no rank uses keeps grad None (AdamW's decay must not move it); a layer only the
+    # last rank uses gets that rank's gradient averaged over the ranks on every rank.
+    class Two(nn.Module):
+        def __init__(self):
+            super().__init__()
+            mg.manual_seed(0)
+            self.used, self.never, self.last = nn.Linear(4, 3), nn.Linear(4, 3), nn.Linear(4, 3)
+
+        def forward(self, x):
+            y = self.used(x)
+            return y + self.last(x) if RANK == WORLD - 1 else y
+
+    model = Two()
+    ddp = DistributedDataParallel(model)
+    ddp(t(np.ones((2, 4), np.float32))).sum().backward()
+    assert model.never.weight.grad is None and model.never.bias.grad is None
+    assert model.used.weight.grad is not None
+    g = model.last.bias.grad
+    assert g is not None, "a parameter used on one rank must get a gradient on every rank"
+    np.testing.assert_allclose(g.numpy(), np.full(3, 2.0 / WORLD), rtol=1e-6)
+
+
+@check
 def kept_gradients_are_never_overwritten():
     model = net(0)
     ddp = DistributedDataParallel(model)
