@@ -111,3 +111,20 @@ def test_digits():
                                rtol=1e-6)
     with pytest.raises(ValueError, match="split"):
         digits("valid")
+
+
+def test_a_samplers_epoch_is_its_own():
+    # PyTorch: the loader never resets sampler.set_epoch(e); loader.set_epoch passes it on
+    from minigrad.data import DistributedSampler
+
+    ds = TensorDataset(np.arange(16, dtype=np.float32), np.arange(16))
+    s = DistributedSampler(ds, num_replicas=2, rank=0, seed=3)
+    loader = DataLoader(ds, batch_size=8, sampler=s)
+    s.set_epoch(3)
+    first = next(iter(loader))[1].numpy().tolist()
+    assert s.epoch == 3 and sorted(first) == sorted(s.indices().tolist())
+    loader.set_epoch(5)
+    assert s.epoch == 5
+    s2 = DistributedSampler(ds, num_replicas=2, rank=0, seed=3)
+    s2.set_epoch(3)
+    assert first == s2.indices().tolist()

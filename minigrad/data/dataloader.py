@@ -69,8 +69,9 @@ class DataLoader:
         device: where batches are placed (``"cpu"``, ``"cuda"``, ``"cuda:N"``).
         collate_fn: turns a list of samples into a batch; default :func:`default_collate`.
         sampler: an iterable of indices with ``__len__`` (e.g. ``DistributedSampler``) that
-            chooses the samples and their order instead of ``shuffle``/``seed``; its
-            ``set_epoch`` is called with the loader's epoch.
+            chooses the samples and their order instead of ``shuffle``/``seed``. Its epoch is
+            its own, as in PyTorch: set it with ``sampler.set_epoch(e)`` (or
+            ``loader.set_epoch(e)``, which passes it on); iterating never resets it.
 
     Each ``iter(loader)`` runs one epoch and advances ``loader.epoch``; ``set_epoch(n)`` chooses
     the epoch (and so the order) of the next iteration. A ``TensorDataset`` without a custom
@@ -103,15 +104,17 @@ class DataLoader:
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
-        """Make the next iteration epoch ``epoch`` (its shuffle order depends only on it)."""
+        """Make the next iteration epoch ``epoch`` (its shuffle order depends only on it); a
+        sampler with ``set_epoch`` gets it too."""
         self.epoch = int(epoch)
+        if hasattr(self.sampler, "set_epoch"):
+            self.sampler.set_epoch(self.epoch)
 
     def order(self, epoch: int):
-        """The sample order of ``epoch`` (a NumPy int64 array), or None when not shuffling."""
+        """The sample order of ``epoch`` (a NumPy int64 array), or None when not shuffling;
+        with a sampler, the sampler's order for the epoch it was set to."""
         if self.sampler is not None:
             s = self.sampler
-            if hasattr(s, "set_epoch"):
-                s.set_epoch(epoch)
             return np.asarray(s.indices() if hasattr(s, "indices") else list(s), dtype=np.int64)
         if not self.shuffle:
             return None
@@ -127,7 +130,7 @@ class DataLoader:
 
     def load_state_dict(self, state: dict) -> None:
         self.seed = int(state["seed"])
-        self.epoch = int(state["epoch"])
+        self.set_epoch(int(state["epoch"]))
 
     def __iter__(self):
         epoch = self.epoch
