@@ -23,6 +23,7 @@ SCRIPTS = ROOT / "tests" / "distributed"
 CHECKS = ["collectives", "ddp_equals_one_process_sgd", "ddp_equals_one_process_adam",
           "allreduce_cb_equals_one_process", "no_sync_accumulates",
           "unused_parameters_keep_no_gradient",
+          "all_reduce_of_different_shapes_raises_everywhere",
           "kept_gradients_are_never_overwritten",
           "inf_on_one_rank_skips_everywhere", "compressed_reduction_overflow_is_caught",
           "sampler_shards_are_disjoint", "shape_mismatch_raises_clearly",

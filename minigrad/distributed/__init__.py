@@ -179,6 +179,28 @@ def _contiguous(t: Tensor, what: str):
     return a, (a if a.flags.c_contiguous else B.get_array_module(a).ascontiguousarray(a))
 
 
+def _same_everywhere(g, buf, what: str) -> None:
+    """Raise on every rank when the ranks' arrays differ in shape or dtype: a collective over
+    different sizes would read past the smaller buffer (garbage) or wait forever. One small
+    MPI allgather of (ndim, shape, dtype number, item size) per call, as integers: nothing
+    is pickled."""
+    if buf.ndim > 32:
+        raise ValueError(f"minigrad.distributed.{what}: at most 32 dimensions, got {buf.ndim}")
+    mine = np.zeros(35, np.int64)
+    mine[:buf.ndim + 3] = [buf.ndim, *buf.shape, buf.dtype.num, buf.dtype.itemsize]
+    every = np.empty((g.size, 35), np.int64)
+    g.comm.Allgather(mine, every)
+    if (every != mine).any():
+        names = {np.dtype(d).num: np.dtype(d).name for d in (
+            B.bool_, B.uint8, B.int8, B.int16, B.int32, B.int64, B.float16, B.bfloat16,
+            B.float32, B.float64)}
+        rows = ", ".join(f"rank {r}: shape {tuple(int(v) for v in e[1:e[0] + 1])} "
+                         f"{names.get(int(e[e[0] + 1]), 'dtype #%d' % e[e[0] + 1])}"
+                         for r, e in enumerate(every))
+        raise ValueError(f"minigrad.distributed.{what}: the tensors differ across ranks "
+                         f"({rows}); every rank must pass the same shape and dtype")
+
+
 def all_reduce(tensor: Tensor, op: str = "sum") -> Tensor:
     """Reduce ``tensor`` over all ranks in place and return it.
 
@@ -194,6 +216,7 @@ def all_reduce(tensor: Tensor, op: str = "sum") -> Tensor:
         raise TypeError(f"all_reduce: op='mean' needs a floating tensor, got {buf.dtype}; "
                         "use op='sum' and divide")
     if g.size > 1:
+        _same_everywhere(g, buf, "all_reduce")
         g.for_array(buf).allreduce(buf, "sum" if op == "mean" else op)
         if op == "mean":
             buf[...] = buf / buf.dtype.type(g.size)

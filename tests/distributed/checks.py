@@ -146,6 +146,20 @@ def no_sync_accumulates():
 
 
 @check
+def all_reduce_of_different_shapes_raises_everywhere():
+    x = t(np.ones(3 + RANK, np.float32))
+    try:
+        dist.all_reduce(x)
+    except ValueError as e:
+        assert "differ across ranks" in str(e) and "rank 1: shape (4,)" in str(e), str(e)
+    else:
+        raise AssertionError("all_reduce of different shapes did not raise")
+    y = t(np.ones(2, np.float32))
+    dist.all_reduce(y)                        # the group still works afterwards
+    np.testing.assert_array_equal(y.numpy(), [WORLD, WORLD])
+
+
+@check
 def unused_parameters_keep_no_gradient():
     # A layer no rank uses keeps grad None (AdamW's decay must not move it); a layer only the
     # last rank uses gets that rank's gradient averaged over the ranks on every rank.
