@@ -191,13 +191,22 @@ class Function:
             out.append(self._as_graph_tensor(arr))
         return tuple(out)
 
-    def _as_graph_tensor(self, arr):
+    def saved_tensors_used(self, *used) -> tuple:
+        """``saved_tensors``, version-checking only the ones the backward will read (``used``,
+        one flag each): a product's backward needs each factor only for the *other* factor's
+        gradient, so changing a weight in place after the forward of ``x @ w`` with ``x``
+        needing no gradient is fine (PyTorch saves only what it needs)."""
+        if self.saved is None:
+            return self.saved_tensors  # raises the freed-graph error
+        return tuple(self._as_graph_tensor(arr, check) for arr, check in zip(self.saved, used))
+
+    def _as_graph_tensor(self, arr, check: bool = True):
         if not hasattr(arr, "dtype"):
             return arr
         for i, x in enumerate(self.inputs):
             if isinstance(x, Tensor) and x.data is arr:
                 vc = x._vc
-                if vc is not None and vc[0] != (self.versions[i] or 0):
+                if check and vc is not None and vc[0] != (self.versions[i] or 0):
                     self._version_error("an input", arr, self.versions[i] or 0, vc[0])
                 return x
         # Outputs are matched by id (recorded while they were alive, so ids were distinct) to

@@ -12,7 +12,7 @@ import math
 from .._backend import device_of, get_array_module, kernels
 from .._backend import random as _random
 from .._backend.dtypes import float32
-from ..autodiff.function import Function
+from ..autodiff.function import Function, dispatch_policy
 from ..tensor import Tensor
 from ._utils import op_error
 from .activation import ArrayBackward, acc_dtype, check_floating, run_array_backward, sum_to_array
@@ -28,6 +28,9 @@ class ScaledDotProductAttention(Function):
     name = "scaled_dot_product_attention"
 
     def forward(self, q, k, v, mask, dropout_p, is_causal, scale):
+        if not q.dtype == k.dtype == v.dtype:
+            raise op_error("scaled_dot_product_attention", "q, k and v must share a dtype; cast "
+                           "them (or run under amp.autocast)", q=q.dtype, k=k.dtype, v=v.dtype)
         xp = get_array_module(q)
         s = _scores(q, k, mask, is_causal, scale)
         m = s.max(axis=-1, keepdims=True)
@@ -136,7 +139,8 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Ten
             or k.shape[-2] != v.shape[-2]:
         raise op_error("scaled_dot_product_attention", "expects q (..., L, E), k (..., S, E), "
                        "v (..., S, Ev)", q_shape=q.shape, k_shape=k.shape, v_shape=v.shape)
-    if not q.dtype == k.dtype == v.dtype:
+    if not q.dtype == k.dtype == v.dtype and dispatch_policy.get() is None:
+        # under autocast the policy casts q, k and v to one dtype first (checked in forward)
         raise op_error("scaled_dot_product_attention", "q, k and v must share a dtype; cast "
                        "them (or run under amp.autocast)", q=q.dtype, k=k.dtype, v=v.dtype)
     if is_causal and attn_mask is not None:

@@ -138,8 +138,8 @@ class Mul(Function):
         return a * b
 
     def backward(self, gy):
-        a, b = self.saved_tensors
         na, nb = self.needs_input_grad
+        a, b = self.saved_tensors_used(nb, na)  # each factor only for the other's gradient
         return (sum_to_shape(gy * b, a.shape) if na else None,
                 sum_to_shape(gy * a, b.shape) if nb else None)
 

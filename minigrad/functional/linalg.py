@@ -43,8 +43,8 @@ class MatMul(Function):
             raise
 
     def backward(self, gy):
-        a, b = self.saved_tensors
         need_a, need_b = self.needs_input_grad
+        a, b = self.saved_tensors_used(need_b, need_a)
         if a.ndim == 1 and b.ndim == 1:  # inner product: gy is 0-d
             return (gy * b if need_a else None), (gy * a if need_b else None)
         # Promote 1-D operands to matrices (and gy with them) so one formula covers every case.
@@ -114,8 +114,8 @@ class Linear(Function):
         return y.reshape(lead + (out_features,))
 
     def backward(self, gy):
-        x, w = self.saved_tensors
         need_x, need_w, need_b = self.needs_input_grad
+        x, w = self.saved_tensors_used(need_w, need_x)  # x for dW, w for dX (PyTorch's saves)
         out_features, in_features = w.shape
         rows = math.prod(x.shape[:-1])
         if fast_backward():  # the same three products on arrays, without recording ops

@@ -522,10 +522,13 @@ class KlDiv(_Pointwise):
 
     def _grad(self, x, t, needs, log_target):
         xp = get_array_module(x)
+        # d/dx does not depend on x: spread it over the broadcast shape (a (1, C) target for
+        # (N, C) input) so it sums back to x's shape like every other gradient here
+        shape = xp.broadcast_shapes(x.shape, t.shape)
         if log_target:
             et = xp.exp(t)
-            return -et, et * (t - x + 1.0)
-        return -t, xp.log(xp.where(t > 0, t, 1.0)) + 1.0 - x
+            return -xp.broadcast_to(et, shape), et * (t - x + 1.0)
+        return -xp.broadcast_to(t, shape), xp.log(xp.where(t > 0, t, 1.0)) + 1.0 - x
 
 
 def _check_shapes(op, input, target):
