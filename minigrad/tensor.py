@@ -312,6 +312,14 @@ class Tensor:
                 f"{what}: in-place modification of a tensor that requires grad (shape "
                 f"{self.shape}) while recording; wrap it in `with mg.no_grad():` or use the "
                 "out-of-place op")
+        d = self.data
+        if not getattr(d.flags, "writeable", True) or any(
+                st == 0 and n > 1 for st, n in zip(d.strides, d.shape)):
+            # read-only memory, or an expanded (broadcast) view whose elements share memory
+            raise RuntimeError(
+                f"{what}: this tensor (shape {self.shape}) is read-only or an expanded view in "
+                "which several elements share one memory location; write to a copy "
+                "(t.clone()) instead")
 
     def _set_data_(self, array) -> "Tensor":
         """Replace the data in place (bumps the version counter; no graph)."""

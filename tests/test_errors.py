@@ -196,3 +196,42 @@ def test_cpu_and_cuda_tensors_in_one_op_raise():
                                                "but found (cpu and cuda:0|cuda:0 and cpu)"):
             op()
     assert mg.normal(0.0, 1.0, (3,), device="cuda").device == "cuda:0"
+
+
+# ----------------------------------------------------------------------------- named errors
+class _Ragged(mg.data.Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return np.ones(i + 1, np.float32)
+
+
+@pytest.mark.parametrize("fn,err,match", [
+    (lambda: mg.functional.avg_pool2d(mg.tensor(np.ones((1, 1, 4, 4), np.int64)), 2),
+     ValueError, "^avg_pool2d: expects a floating tensor"),
+    (lambda: mg.functional.adaptive_avg_pool2d(mg.tensor(np.ones((1, 1, 4, 4), np.int64)), 2),
+     ValueError, "^adaptive_avg_pool2d: expects a floating tensor"),
+    (lambda: mg.functional.concat([mg.tensor(1.0), mg.tensor(2.0)]),
+     ValueError, "^concat: the tensor at position 0 is 0-d"),
+    (lambda: mg.ones(1, 3).expand(2, 3).add_(1.0), RuntimeError, "^add_: .* expanded view"),
+    (lambda: mg.nn.LSTM(4, -8), ValueError, "^LSTM: input_size must be >= 0 and hidden_size"),
+    (lambda: mg.nn.MultiheadAttention(0, 1), ValueError, "^MultiheadAttention: embed_dim"),
+    (lambda: mg.nn.GRU(4, 4, dropout=2.0), ValueError, "^GRU: dropout must be a probability"),
+    (lambda: mg.nn.LeakyReLU("x"), TypeError, "^LeakyReLU: negative_slope must be a number"),
+    (lambda: next(iter(mg.data.DataLoader(_Ragged(), batch_size=2))),
+     ValueError, "^DataLoader: the samples of a batch have different shapes"),
+    (lambda: mg.functional.conv2d(mg.ones(1, 1, 5, 5), mg.ones(1, 1, 3, 3), stride=2,
+                                  padding="same"), ValueError, "^conv2d: padding='same'"),
+])
+def test_errors_name_the_op(fn, err, match):
+    with pytest.raises(err, match=match):
+        fn()
+
+
+def test_what_pytorch_computes_is_computed():
+    out = mg.functional.gather(mg.tensor(1.0), 0, mg.tensor(0))     # a 0-d gather
+    assert out.shape == () and out.item() == 1.0
+    mixed = mg.functional.matmul(mg.ones(2, 2, dtype="float16"), mg.ones(2, 2, dtype="bfloat16"))
+    assert mixed.dtype == mg.float32                                 # the widest float, as on GPU
+    np.testing.assert_array_equal(mixed.numpy(), np.full((2, 2), 2.0))

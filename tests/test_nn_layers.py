@@ -573,11 +573,15 @@ def test_attention_mask_variants(rng):
 
 def test_conv_same_padding(rng):
     conv = nn.Conv2d(2, 3, (3, 5), padding="same", dilation=2)
-    assert conv.padding == (2, 4)
+    assert conv.padding == "same"                         # as PyTorch keeps it
     assert conv(mg.zeros(1, 2, 7, 9)).shape == (1, 3, 7, 9)
-    assert nn.Conv1d(2, 2, 4, padding="valid").padding == (0,)
-    with pytest.raises(NotImplementedError, match="same"):
-        nn.Conv2d(2, 2, 2, padding="same")
+    assert nn.Conv1d(2, 2, 4, padding="valid")(mg.zeros(1, 2, 6)).shape == (1, 2, 3)
+    # an even kernel pads one more zero after (PyTorch's rule), values checked in test_ops_conv
+    assert nn.Conv2d(2, 2, 2, padding="same")(mg.zeros(1, 2, 5, 4)).shape == (1, 2, 5, 4)
+    with pytest.raises(ValueError, match="strided"):
+        nn.Conv2d(2, 2, 3, stride=2, padding="same")
+    with pytest.raises(ValueError, match="transposed"):
+        nn.ConvTranspose2d(2, 2, 3, padding="same")
 
 
 # ---------------------------------------------------------------- optional PyTorch parity

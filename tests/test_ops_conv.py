@@ -404,3 +404,21 @@ def test_nd_shape_errors_name_the_public_op(call, fragments):
     for f in fragments:
         assert f in str(e.value)
     assert "conv2d" not in str(e.value) and "conv1d" not in str(e.value)
+
+
+@pytest.mark.parametrize("k,d", [(3, 1), (4, 1), (3, 2), (2, 3)])
+def test_string_padding_same_and_valid_match_the_reference(k, d):
+    # "same": output size = input size with stride 1; an odd total padding puts the extra zero
+    # after (PyTorch's rule); "valid": no padding.
+    r = np.random.default_rng(k * 10 + d)
+    x = r.standard_normal((1, 2, 7, 6))
+    w = r.standard_normal((3, 2, k, k))
+    total = d * (k - 1)
+    side = (total // 2, total - total // 2)
+    padded = np.pad(x, [(0, 0), (0, 0), side, side])
+    ref = conv2d(mg.tensor(padded), mg.tensor(w), dilation=d).numpy()
+    got = conv2d(mg.tensor(x), mg.tensor(w), padding="same", dilation=d).numpy()
+    assert got.shape == (1, 3, 7, 6)
+    np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
+    valid = conv2d(mg.tensor(x), mg.tensor(w), padding="valid", dilation=d).numpy()
+    np.testing.assert_allclose(valid, conv2d(mg.tensor(x), mg.tensor(w), dilation=d).numpy())

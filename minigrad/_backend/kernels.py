@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from .dtypes import float32, is_low_precision
+from .dtypes import float32, is_low_precision, widest_float
 
 __all__ = ["matmul", "matmul_bias", "is_single_element_product", "sum_fp32", "clamp", "relu_grad",
            "last_matmul_path",
@@ -140,7 +140,10 @@ def matmul(a, b):
     """``a @ b`` with broadcast batch dims; low precision accumulates in float32."""
     if type(a) is np.ndarray:
         if is_low_precision(a.dtype) or is_low_precision(b.dtype):
-            out_dtype = a.dtype if a.dtype == b.dtype else np.result_type(a.dtype, b.dtype)
+            # mixed dtypes compute in the widest float, as on the GPU (float16 with bfloat16:
+            # float32, where NumPy has no rule)
+            out_dtype = a.dtype if a.dtype == b.dtype else (
+                widest_float((a.dtype, b.dtype)) or np.result_type(a.dtype, b.dtype))
             last_matmul_path["path"] = "cpu-emulated-fp32-accumulate"
             return np.matmul(a.astype(float32), b.astype(float32)).astype(out_dtype)
         last_matmul_path["path"] = "cpu"

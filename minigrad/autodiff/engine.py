@@ -243,7 +243,7 @@ def _own_grad(g, owners: set, is_seed: bool):
     owner = a.base if getattr(a, "base", None) is not None else a
     flags = a.flags
     shared = (is_seed or id(owner) in owners or not getattr(flags, "writeable", True)
-              or (a.size > 1 and 0 in a.strides))
+              or any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape)))
     if shared:
         a = a.copy()
         g = Tensor._make(a, g.requires_grad, g.creator, g._out_index)

@@ -33,6 +33,10 @@ def _stack(items, device):
         items = [t.data for t in items]
         first = items[0]
     if hasattr(first, "shape") and not isinstance(first, np.generic):
+        shapes = {tuple(a.shape) for a in items}
+        if len(shapes) > 1:
+            raise ValueError(f"DataLoader: the samples of a batch have different shapes "
+                             f"{sorted(shapes)}; pad them to one shape or pass a collate_fn")
         arr = B.get_array_module(first).stack(items)
     else:
         arr = np.asarray(items)

@@ -132,6 +132,28 @@ class Conv1d(Function):
 
 
 # ----------------------------------------------------------------------------- public API
+def string_padding(op, x, weight, padding, stride, dilation, rank):
+    """PyTorch's ``padding="valid"`` (none) and ``"same"`` (output size = input size, stride 1;
+    an odd total pads one more zero after, as PyTorch does) as ``(x, numeric padding)``: an
+    asymmetric "same" pads ``x`` itself and convolves with padding 0."""
+    if not isinstance(padding, str):
+        return x, padding
+    if padding == "valid":
+        return x, 0
+    if padding != "same":
+        raise op_error(op, f"padding must be an int, a tuple, 'valid' or 'same', got {padding!r}")
+    if any(s != 1 for s in _tuple(stride, rank, op, "stride")):
+        raise op_error(op, "padding='same' is not supported for strided convolutions (as in "
+                       "PyTorch); compute the padding for your stride", stride=stride)
+    totals = [d * (k - 1) for d, k in zip(_tuple(dilation, rank, op, "dilation"),
+                                          weight.shape[2:])]
+    if all(t % 2 == 0 for t in totals):
+        return x, tuple(t // 2 for t in totals)
+    from .shape import pad
+
+    return pad(x, [(0, 0), (0, 0)] + [(t // 2, t - t // 2) for t in totals]), 0
+
+
 def _tuple(v, n, op, what):
     t = (int(v),) * n if isinstance(v, int) else tuple(int(i) for i in v)
     if len(t) != n:
@@ -190,7 +212,8 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
         x: ``(N, C, H, W)``.
         weight: ``(O, C / groups, kh, kw)``.
         bias: optional ``(O,)``.
-        stride, padding, dilation: an int or an ``(h, w)`` pair; padding is zeros.
+        stride, padding, dilation: an int or an ``(h, w)`` pair; padding is zeros (or
+            ``"valid"``/``"same"``, as in PyTorch).
         groups: split channels into this many independent convolutions.
 
     Returns:
@@ -198,6 +221,7 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
     """
     op = "conv2d"
     _check(op, x, weight, bias, groups, 2)
+    x, padding = string_padding(op, x, weight, padding, stride, dilation, 2)
     stride, padding, dilation = (_tuple(v, 2, op, n) for v, n in
                                  ((stride, "stride"), (padding, "padding"),
                                   (dilation, "dilation")))
@@ -215,6 +239,7 @@ def conv1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
     """
     op = "conv1d"
     _check(op, x, weight, bias, groups, 1)
+    x, padding = string_padding(op, x, weight, padding, stride, dilation, 1)
     (s,), (p,), (d,) = (_tuple(v, 1, op, n) for v, n in
                         ((stride, "stride"), (padding, "padding"), (dilation, "dilation")))
     out_hw = _out_size(op, (1, x.shape[2]), (1, weight.shape[2]), (1, s), (0, p), (1, d))

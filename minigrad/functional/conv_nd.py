@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..tensor import Tensor
 from ._composite import composite
 from ._utils import op_error
-from .conv import _check, _out_size, _tuple, conv1d, conv2d, conv_transpose2d
+from .conv import _check, _out_size, _tuple, conv1d, conv2d, conv_transpose2d, string_padding
 from .shape import pad
 
 __all__ = ["conv3d", "conv_transpose1d", "conv_transpose3d", "convolution"]
@@ -59,6 +59,7 @@ def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
         raise op_error(op, "expected input (N, C, D, H, W) and a 5-D weight", input=x.shape,
                        weight=weight.shape)
     _check(op, x, weight, bias, groups, 3)  # the caller's 5-D shapes in any message
+    x, padding = string_padding(op, x, weight, padding, stride, dilation, 3)
     stride, padding, dilation = _triple(op, stride, padding, dilation)
     _out_size(op, x.shape[2:], weight.shape[2:], stride, padding, dilation)
     return _Conv3d.apply(x, weight, bias, kw={"stride": stride, "padding": padding,

@@ -17,7 +17,7 @@ from .._backend import get_array_module, kernels
 from .._backend.dtypes import float32, is_low_precision
 from ..autodiff.function import Function
 from ..tensor import Tensor
-from ._utils import op_error
+from ._utils import check_floating, op_error
 
 __all__ = ["adaptive_avg_pool2d", "avg_pool2d", "max_pool2d"]
 
@@ -320,6 +320,7 @@ def avg_pool2d(x: Tensor, kernel_size, stride=None, padding=0) -> Tensor:
     Returns:
         ``(N, C, OH, OW)``, accumulated in float32 for float16/bfloat16 input.
     """
+    check_floating("avg_pool2d", x)  # a mean of integers is no integer (PyTorch refuses too)
     k, s, p, out_hw = _geometry("avg_pool2d", x, kernel_size, stride, padding)
     return AvgPool2d.apply(x, kernel=k, stride=s, padding=p, out_hw=out_hw)
 
@@ -335,6 +336,7 @@ def adaptive_avg_pool2d(x: Tensor, output_size) -> Tensor:
         output_size: an int, or an ``(OH, OW)`` pair whose entries may be None (keep that size).
     """
     op = "adaptive_avg_pool2d"
+    check_floating(op, x)
     if x.ndim != 4:
         raise op_error(op, "expected input (N, C, H, W); add a batch dim with x.unsqueeze(0)",
                        input=x.shape)

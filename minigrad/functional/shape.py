@@ -282,6 +282,10 @@ def _common_dtype(tensors):
 def concat(tensors, axis: int = 0) -> Tensor:
     """Join tensors along an existing ``axis``."""
     tensors = _common_dtype(_tensors(tensors, "concat"))
+    for i, t in enumerate(tensors):
+        if t.ndim == 0:
+            raise op_error("concat", f"the tensor at position {i} is 0-d and cannot be joined "
+                           "along an axis; use stack, or reshape it to (1,)")
     axis = normalize_axis(axis, tensors[0].ndim, "concat")
     if len(tensors) == 1:
         return tensors[0]
@@ -560,8 +564,15 @@ def gather(x: Tensor, axis: int, index) -> Tensor:
     """``torch.gather``: ``out[i][j] = x[index[i][j]][j]`` for ``axis=0`` (and so on).
 
     ``index`` has ``x``'s number of dimensions and may be smaller than ``x`` on the other axes;
-    the output has ``index``'s shape.
+    the output has ``index``'s shape. A 0-d ``x`` takes a 0-d (or one-element) index of 0,
+    as in PyTorch.
     """
+    if x.ndim == 0:
+        idx = index if isinstance(index, Tensor) else const(_index_array(index, x, "gather"))
+        if idx.ndim > 1 or idx.size != 1:
+            raise op_error("gather", "a 0-d input takes a 0-d or one-element index",
+                           index_shape=idx.shape)
+        return gather(x.reshape((1,)), 0, idx.reshape((1,))).reshape(idx.shape)
     axis = normalize_axis(axis, x.ndim, "gather")
     idx = _index_array(index, x, "gather")
     _check_along("gather", x.shape, idx, axis)

@@ -24,7 +24,10 @@ class LeakyReLU(Module):
 
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False):
         super().__init__()
-        self.negative_slope = negative_slope
+        if isinstance(negative_slope, bool) or not isinstance(negative_slope, (int, float)):
+            raise TypeError(f"LeakyReLU: negative_slope must be a number, got "
+                            f"{negative_slope!r}")
+        self.negative_slope = float(negative_slope)
 
     def forward(self, x):
         return F.leaky_relu(x, self.negative_slope)

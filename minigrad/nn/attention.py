@@ -43,6 +43,9 @@ class MultiheadAttention(Module):
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  batch_first: bool = False, device=None, dtype=None):
         super().__init__()
+        if embed_dim < 1 or num_heads < 1:
+            raise ValueError(f"MultiheadAttention: embed_dim and num_heads must be >= 1, got "
+                             f"{embed_dim} and {num_heads}")
         if embed_dim % num_heads:
             raise ValueError(f"MultiheadAttention: embed_dim ({embed_dim}) must be divisible "
                              f"by num_heads ({num_heads})")

@@ -58,13 +58,13 @@ class _ConvNd(Module):
             raise ValueError(f"{name}: in_channels ({in_channels}) and out_channels "
                              f"({out_channels}) must both be divisible by groups ({groups})")
         if isinstance(padding, str):
-            padding = self._string_padding(padding, _tuple(kernel_size, n),
-                                           _tuple(dilation, n), stride)
+            self._check_string_padding(padding, stride)
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.kernel_size = _tuple(kernel_size, n)
         self.stride = _tuple(stride, n)
-        self.padding = _tuple(padding, n)
+        # "valid"/"same" stay strings: F.conv*d computes them (an asymmetric "same" included)
+        self.padding = padding if isinstance(padding, str) else _tuple(padding, n)
         self.dilation = _tuple(dilation, n)
         self.output_padding = _tuple(output_padding, n)
         self.groups = groups
@@ -79,16 +79,14 @@ class _ConvNd(Module):
             self.register_parameter("bias", None)
         self.reset_parameters()
 
-    def _string_padding(self, padding, kernel, dilation, stride):
-        if padding == "valid":
-            return 0
-        total = [d * (k - 1) for k, d in zip(kernel, dilation)]
-        if padding != "same" or self._transposed or any(t % 2 for t in total) or any(
-                s != 1 for s in _tuple(stride, self._ndim)):
-            raise NotImplementedError(
-                f"{type(self).__name__}: padding={padding!r} is supported only as 'valid', or "
-                "'same' with stride 1 and an odd effective kernel; give explicit padding")
-        return tuple(t // 2 for t in total)
+    def _check_string_padding(self, padding, stride):
+        name = type(self).__name__
+        if self._transposed or padding not in ("valid", "same"):
+            raise ValueError(f"{name}: padding={padding!r}: only 'valid' and 'same' are "
+                             "accepted, and not by transposed convolutions (as in PyTorch)")
+        if padding == "same" and any(s != 1 for s in _tuple(stride, self._ndim)):
+            raise ValueError(f"{name}: padding='same' is not supported for strided "
+                             "convolutions (as in PyTorch); give explicit padding")
 
     def reset_parameters(self) -> None:
         # PyTorch's default: kaiming_uniform(a=sqrt(5)) == U(+-1/sqrt(fan_in)), fan_in from the
@@ -132,8 +130,9 @@ class Conv1d(_ConvNd):
                          groups, bias, device=device, dtype=dtype)
 
     def forward(self, x):
-        return F.conv1d(x, self.weight, self.bias, self.stride[0], self.padding[0],
-                        self.dilation[0], self.groups)
+        p = self.padding if isinstance(self.padding, str) else self.padding[0]
+        return F.conv1d(x, self.weight, self.bias, self.stride[0], p, self.dilation[0],
+                        self.groups)
 
 
 class Conv2d(_ConvNd):

@@ -130,8 +130,14 @@ class _RNNBase(Module):
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
                  bidirectional: bool = False, device=None, dtype=None):
         super().__init__()
+        name = type(self).__name__
         if num_layers < 1:
-            raise ValueError(f"{type(self).__name__}: num_layers must be >= 1, got {num_layers}")
+            raise ValueError(f"{name}: num_layers must be >= 1, got {num_layers}")
+        if input_size < 0 or hidden_size < 1:
+            raise ValueError(f"{name}: input_size must be >= 0 and hidden_size >= 1, got "
+                             f"{input_size} and {hidden_size}")
+        if not 0.0 <= dropout <= 1.0 or isinstance(dropout, bool):
+            raise ValueError(f"{name}: dropout must be a probability in [0, 1], got {dropout!r}")
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.num_layers = num_layers
