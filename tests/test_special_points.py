@@ -59,3 +59,20 @@ def test_softmax_over_an_empty_axis_is_empty(f):
 def test_binary_cross_entropy_refuses_a_target_of_another_size(f):
     with pytest.raises(ValueError, match="target size must be the same as input size"):
         f(mg.full((4, 3), 0.5), mg.zeros(4, 1))
+
+
+def test_gelu_tanh_gradient_saturates_in_every_float_dtype():
+    x = np.array([-800, -700, 0.5, 700, 800], np.float32)
+    for dtype in ("float16", "bfloat16", "float32"):
+        t = mg.tensor(x).astype(dtype)
+        t.requires_grad = True
+        F.gelu(t, approximate="tanh").sum().backward()
+        g = t.grad.numpy().astype(np.float32)
+        assert t.grad.dtype == t.dtype and np.isfinite(g).all()
+        np.testing.assert_allclose(g[[0, 1, 3, 4]], [0, 0, 1, 1])
+
+
+def test_std_of_huge_float32_values_does_not_overflow():
+    out = F.std(mg.tensor(np.array([1e38, 0.0], np.float32)))
+    assert out.dtype == mg.float32
+    np.testing.assert_allclose(out.item(), 5e37, rtol=1e-6)

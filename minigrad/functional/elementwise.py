@@ -97,6 +97,10 @@ def _wide(x):
     return x if x.dtype == float64 or x.dtype == float32 else x.astype(float32)
 
 
+def _wide_dtype(dtype):
+    return dtype if dtype == float64 or dtype == float32 else float32
+
+
 # --------------------------------------------------------------------------- arithmetic
 class Add(Function):
     name = "add"
@@ -700,10 +704,15 @@ class GELU(Function):
     def backward(self, gy):
         (x,) = self.saved_tensors
         if self.approximate == "tanh":
-            u = (x + x * x * x * 0.044715) * self._K
+            # In float32 (x**3 overflows float16 from |x| ~ 40), and where tanh has saturated the
+            # x * sech^2 * du term is 0, not inf * 0 (PyTorch's derivative there is 0 or 1).
+            xw = x.astype(_wide_dtype(x.dtype)) if x.dtype != _wide_dtype(x.dtype) else x
+            u = (xw + xw * xw * xw * 0.044715) * self._K
             t = tanh(u)
-            du = (x * x * (3 * 0.044715) + 1) * self._K
-            return gy * ((1 + t) * 0.5 + x * 0.5 * (1 - t * t) * du)
+            sech2 = 1 - t * t
+            du = (xw * xw * (3 * 0.044715) + 1) * self._K
+            slope = (1 + t) * 0.5 + where(const(sech2.data == 0), 0.0, xw * 0.5 * sech2 * du)
+            return gy * slope.astype(gy.dtype)
         if fast_backward():
             z = _wide(x.data)
             xp = get_array_module(z)

@@ -11,7 +11,7 @@ import builtins
 import math
 
 from .._backend import get_array_module
-from .._backend.dtypes import float32, is_floating
+from .._backend.dtypes import float32, float64, is_floating
 from .._backend.kernels import sum_fp32
 from ..autodiff.function import Function
 from ..tensor import Tensor
@@ -132,7 +132,9 @@ class Std(Var):
     name = "std"
 
     def forward(self, x, axis, keepdims, ddof):
-        v = super().forward(x.astype(acc_dtype(x.dtype), copy=False), axis, keepdims, ddof)
+        # In float64: the squares of float32 values above ~1.8e19 overflow while their std is
+        # representable (std of [1e38, 0] is 5e37, as PyTorch gives).
+        v = super().forward(x.astype(float64, copy=False), axis, keepdims, ddof)
         y = get_array_module(x).sqrt(v).astype(x.dtype, copy=False)
         self.save_for_backward(x, y)
         return y
