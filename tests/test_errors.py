@@ -48,18 +48,39 @@ def test_gather_index_ops_name_the_index_and_the_size():
 class _FakeXp:
     """Stands for CuPy: any module that is not NumPy."""
     where = staticmethod(np.where)
+    clip = staticmethod(np.clip)
 
 
 def test_gpu_index_checks_run_only_in_debug_mode():
     idx = np.array([0, 9, -1])
-    out = indexing.check_index_range(_FakeXp, idx, 4, "gather")      # no host read, no raise
-    assert out.tolist() == [0, 9, 3]                                 # negatives still wrap
+    out, bad = indexing.check_index_range(_FakeXp, idx, 4, "gather")  # no host read, no raise
+    assert out.tolist() == [0, 3, 3] and bad.tolist() == [False, True, False]  # -1 wraps
     assert not indexing.host_checks(_FakeXp) and indexing.host_checks(np)
     with indexing.index_debug():
         assert indexing.host_checks(_FakeXp)
         with pytest.raises(IndexError, match="gather: index 9"):
             indexing.check_index_range(_FakeXp, idx, 4, "gather")
     assert not indexing.host_checks(_FakeXp)
+
+
+@pytest.mark.parametrize("op", ["embedding", "gather", "index_select", "scatter_add"])
+def test_out_of_range_indices_without_a_host_read_poison_the_output(op, monkeypatch):
+    # The GPU path (no host read per op), run on the CPU with the read switched off: the op
+    # reads a clipped, valid element, and the positions that used a bad index are NaN.
+    monkeypatch.setattr(indexing, "host_checks", lambda xp: False)
+    w = mg.tensor(np.arange(12, dtype=np.float32).reshape(3, 4))
+    if op == "embedding":
+        out = F.embedding(mg.tensor([0, 7]), w).numpy()
+        assert np.isfinite(out[0]).all() and np.isnan(out[1]).all()
+    elif op == "gather":
+        out = F.gather(w, 1, np.array([[0, 9]])).numpy()
+        assert out[0, 0] == 0.0 and np.isnan(out[0, 1])
+    elif op == "index_select":
+        out = F.index_select(w, 0, np.array([2, 5])).numpy()
+        assert (out[0] == w.numpy()[2]).all() and np.isnan(out[1]).all()
+    else:
+        out = F.scatter_add(w, 0, np.array([[3, 0]]), mg.ones(1, 2)).numpy()
+        assert np.isnan(out).all()
 
 
 def test_scatter_adds_accumulate_repeated_targets():

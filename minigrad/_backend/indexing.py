@@ -21,7 +21,7 @@ import numpy as np
 
 from .dtypes import float64
 
-__all__ = ["IndexOutOfRange", "index_debug", "host_checks", "check_index_range",
+__all__ = ["poison", "IndexOutOfRange", "index_debug", "host_checks", "check_index_range",
            "scatter_add_flat", "scatter_add_rows"]
 
 _debug: ContextVar[bool] = ContextVar(
@@ -51,20 +51,26 @@ def host_checks(xp) -> bool:
 def check_index_range(xp, idx, n: int, op: str, allow_negative: bool = True,
                       dim_name: str = "a dimension"):
     """Raise if an integer index array has entries outside ``[-n, n)`` (``[0, n)`` when
-    ``allow_negative`` is False); return it with negative entries wrapped to ``>= 0``.
+    ``allow_negative`` is False); return ``(index, bad)``: the index with negative entries
+    wrapped to ``>= 0``, and None.
 
     Out-of-range indices must not reach a bincount-based scatter, which would silently write
-    into the wrong element. On CuPy the host-side check runs only under :func:`index_debug`.
+    into the wrong element. On CuPy the host-side check runs only under :func:`index_debug`;
+    without it nothing is read back: the index comes back clipped into range and ``bad`` is the
+    device mask of the out-of-range entries, for the op to poison its float output with
+    (:func:`poison`), as PyTorch's device assert would stop it.
     """
     if idx.dtype.kind not in "iu":
         raise ValueError(f"{op}: index must be an integer array, got {idx.dtype}; cast it with "
                          ".astype('int64')")
     if not idx.size:
-        return idx
+        return idx, None
     if not host_checks(xp):
-        # No host read: wrap negatives on the device (out-of-range ids are not detected).
-        return xp.where(idx < 0, idx + n, idx) if allow_negative and idx.dtype.kind == "i" \
-            else idx
+        low = -n if allow_negative else 0
+        bad = (idx < low) | (idx >= n)
+        if allow_negative and idx.dtype.kind == "i":
+            idx = xp.where(idx < 0, idx + n, idx)
+        return xp.clip(idx, 0, n - 1), bad
     lo, hi = int(idx.min()), int(idx.max())
     low = -n if allow_negative else 0
     if lo < low or hi >= n:
@@ -74,7 +80,15 @@ def check_index_range(xp, idx, n: int, op: str, allow_negative: bool = True,
             f"[{lo}, {hi}]; valid: [{low}, {n - 1}]); check the ids against the table/axis size")
     if lo < 0:
         idx = xp.where(idx < 0, idx + n, idx)
-    return idx
+    return idx, None
+
+
+def poison(xp, out, bad):
+    """``out`` with NaN where ``bad`` (broadcast) is set, for float outputs; ``out`` as is when
+    ``bad`` is None (checked on the host) or the output holds integers (no NaN to write)."""
+    if bad is None or out.dtype.kind != "f" and out.dtype.kind != "V":
+        return out
+    return xp.where(bad, out.dtype.type(np.nan), out)
 
 
 def _cupy_scatter_add(xp, shape, target, values, dtype):

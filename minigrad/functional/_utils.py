@@ -8,6 +8,7 @@ from .._backend import get_array_module
 from .._backend.dtypes import bfloat16, float32, float64, is_floating
 from .._backend.indexing import (  # noqa: F401  (re-exported for the op families)
     check_index_range,
+    poison,
     scatter_add_flat,
     scatter_add_rows,
 )

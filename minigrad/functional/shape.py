@@ -24,6 +24,7 @@ from ._utils import (
     normalize_axis,
     op_error,
     owned_for_backward,
+    poison,
     scatter_add_flat,
     scatter_add_rows,
     sum_to_shape,
@@ -536,10 +537,10 @@ class Gather(Function):
     def forward(self, x, idx, axis):
         xp = get_array_module(x)
         self.axis, self.in_shape = axis, x.shape
-        idx = check_index_range(xp, idx, x.shape[axis], self.name)
+        idx, bad = check_index_range(xp, idx, x.shape[axis], self.name)
         part = x[tuple(slice(None) if d == axis else slice(0, n) for d, n in enumerate(idx.shape))]
         self.idx = idx
-        return xp.take_along_axis(part, idx, axis=axis)
+        return poison(xp, xp.take_along_axis(part, idx, axis=axis), bad)
 
     def backward(self, gy):
         return GatherBackward.apply(gy, const(self.idx), axis=self.axis,
@@ -585,8 +586,11 @@ class IndexSelect(Function):
     def forward(self, x, idx, axis):
         xp = get_array_module(x)
         self.axis, self.n = axis, x.shape[axis]
-        self.idx = check_index_range(xp, idx, x.shape[axis], self.name)
-        return xp.take(x, self.idx, axis=axis)
+        self.idx, bad = check_index_range(xp, idx, x.shape[axis], self.name)
+        out = xp.take(x, self.idx, axis=axis)
+        if bad is not None:  # the mask along the selected axis
+            bad = bad.reshape((-1,) + (1,) * (x.ndim - axis - 1))
+        return poison(xp, out, bad)
 
     def backward(self, gy):
         return IndexSelectBackward.apply(gy, const(self.idx), axis=self.axis, n=self.n), None
@@ -621,12 +625,14 @@ class ScatterAdd(Function):
     def forward(self, x, idx, src, axis):
         xp = get_array_module(x)
         self.axis, self.src_shape = axis, src.shape
-        idx = check_index_range(xp, idx, x.shape[axis], self.name)
+        idx, bad = check_index_range(xp, idx, x.shape[axis], self.name)
         self.idx = idx
         part = src[tuple(slice(0, n) for n in idx.shape)]
         lin = along_axis_linear_index(xp, idx, axis, x.shape)
         delta = scatter_add_flat(xp, x.size, lin, part, x.dtype).reshape(x.shape)
-        return x + delta
+        # an out-of-range index (GPU, no host check) was clipped: its value went to the wrong
+        # element, so the whole result is NaN rather than silently wrong
+        return poison(xp, x + delta, None if bad is None else bad.any())
 
     def backward(self, gy):
         nx, _, nsrc = self.needs_input_grad

@@ -12,7 +12,7 @@ from __future__ import annotations
 from .._backend import device_of, get_array_module
 from .._backend import random as _random
 from .._backend.dtypes import float32
-from .._backend.indexing import check_index_range, scatter_add_rows
+from .._backend.indexing import check_index_range, poison, scatter_add_rows
 from ..autodiff.function import Function
 from ..autodiff.grad_mode import grad_enabled
 from ..tensor import Tensor
@@ -66,11 +66,12 @@ class Embedding(Function):
             raise op_error("embedding", "indices must be an integer tensor; cast with "
                            "astype('int64')", indices_dtype=indices.dtype)
         # Negative ids are errors (PyTorch), not NumPy's wrap-around to the last rows.
-        check_index_range(xp, indices, weight.shape[0], "embedding", allow_negative=False,
-                          dim_name="the embedding table (num_embeddings)")
+        indices, bad = check_index_range(xp, indices, weight.shape[0], "embedding",
+                                         allow_negative=False,
+                                         dim_name="the embedding table (num_embeddings)")
         out = xp.take(weight, indices, axis=0)
         self.indices, self.rows, self.padding_idx = indices, weight.shape[0], padding_idx
-        return out
+        return poison(xp, out, None if bad is None else bad[..., None])
 
     def backward(self, gy):
         return None, EmbeddingBackward.apply(gy, indices=self.indices, rows=self.rows,
