@@ -192,3 +192,14 @@ def test_an_unused_output_leaves_its_parameters_without_gradient():
     o1, _ = checkpoint(lambda t: (a(t), b(t)), x)
     o1.sum().backward()
     assert a.weight.grad is not None and b.weight.grad is None and b.bias.grad is None
+
+
+def test_detached_and_passed_through_outputs_stay_as_they_are():
+    lin = mg.nn.Linear(2, 2)
+    x = mg.randn(3, 2, requires_grad=True)
+    assert not checkpoint(lambda t: lin(t).detach(), x).requires_grad
+    a, b = checkpoint(lambda t: (lin(t), lin(t).detach()), x)
+    assert a.requires_grad and not b.requires_grad
+    a.sum().backward()
+    assert lin.weight.grad is not None and x.grad is not None
+    assert checkpoint(lambda t: t, x) is x          # an input handed back is that input

@@ -71,9 +71,9 @@ class Checkpoint(Function):
     name = "checkpoint"
     materialize_grads = False  # an output nobody used gets None: its parameters stay None
 
-    def forward(self, *arrays, run):
-        self.run = run  # (fn, args, kwargs, autocast state, rng state, outputs, versions)
-        return run[5]
+    def forward(self, *arrays, run, outputs):
+        self.run = run  # (fn, args, kwargs, autocast state, rng state, linked outputs, versions)
+        return outputs
 
     def backward(self, *grads):
         if grad_enabled.get():
@@ -101,6 +101,7 @@ class Checkpoint(Function):
             if saved_rng is not None:
                 _random.set_state(saved_rng)
         outs = out if isinstance(out, (tuple, list)) else (out,)
+        outs = [outs[i] for i in self.run[5]]  # the outputs this node stands for
         pairs = [(o, g) for o, g in zip(outs, grads) if o.requires_grad and g is not None]
         if not pairs:
             return (None,) * len(stand)
@@ -157,17 +158,23 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state: bool = T
     if bad:
         raise TypeError(f"checkpoint: the function must return a Tensor or a tuple of Tensors, "
                         f"got {bad}")
-    if not used:
+    # Only outputs an op of the block made join the graph; a detached tensor, a constant or an
+    # input handed straight back are returned as they are (PyTorch's checkpoint does the same).
+    linked = [i for i, o in enumerate(outs) if id(o) in made]
+    if not used or not linked:
         return out
-    arrays = tuple([o.data for o in outs])
-    inputs = tuple(used.values())
-    res = Checkpoint.apply(*inputs,
-                           run=(function, args, kwargs, amp_state, rng,
-                                arrays if isinstance(out, (tuple, list)) else arrays[0],
-                                [(x, x._version) for x in read.values()]))
+    arrays = tuple(outs[i].data for i in linked)
+    res = Checkpoint.apply(*used.values(),
+                           run=(function, args, kwargs, amp_state, rng, linked,
+                                [(x, x._version) for x in read.values()]),
+                           outputs=arrays if len(arrays) > 1 else arrays[0])
+    res = res if isinstance(res, tuple) else (res,)
+    joined = list(outs)
+    for i, r in zip(linked, res):
+        joined[i] = r
     if isinstance(out, (tuple, list)):
-        return type(out)(res) if isinstance(out, tuple) else list(res)
-    return res
+        return type(out)(joined) if isinstance(out, tuple) else joined
+    return joined[0]
 
 
 def checkpoint_sequential(functions, segments: int, input, use_reentrant=None,
