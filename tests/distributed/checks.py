@@ -173,7 +173,7 @@ def unused_parameters_keep_no_gradient():
             y = self.used(x)
             return y + self.last(x) if RANK == WORLD - 1 else y
 
-    model = Two()
+    model = Two().to(DEVICE)
     ddp = DistributedDataParallel(model)
     ddp(t(np.ones((2, 4), np.float32))).sum().backward()
     assert model.never.weight.grad is None and model.never.bias.grad is None
