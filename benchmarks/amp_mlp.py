@@ -79,6 +79,15 @@ def no_gpu_exit(script: str) -> int:
     return 0
 
 
+def scaled_update(scaler, opt, loss) -> None:
+    """The AMP recipe's update, the same spelling in minigrad and PyTorch: scaled backward,
+    a step skipped on inf/NaN, the scale update, zeroed gradients."""
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+    opt.zero_grad()
+
+
 def mib(nbytes) -> str:
     return "n/a" if nbytes is None else f"{nbytes / 2 ** 20:.0f}"
 
@@ -153,10 +162,7 @@ def minigrad_trainer(cfg, data, targets, mixed, graph, device, paths=None):
                     continue
                 with amp.autocast(dtype="float16", enabled=mixed):
                     loss = loss_fn(net(x), t)
-                scaler.scale(loss).backward()
-                scaler.step(opt)
-                scaler.update()
-                opt.zero_grad()
+                scaled_update(scaler, opt, loss)
         if paths is not None:
             paths.append(step.path() if step is not None else "eager")
         return float(loss.item())
@@ -181,10 +187,7 @@ def torch_trainer(torch, cfg, data, targets, mixed, device):
             for x, t in zip(xs[:batches], ts[:batches]):
                 with torch.autocast(device_type=dev_type, dtype=torch.float16, enabled=mixed):
                     loss = loss_fn(net(x), t)
-                scaler.scale(loss).backward()
-                scaler.step(opt)
-                scaler.update()
-                opt.zero_grad()
+                scaled_update(scaler, opt, loss)
         return float(loss.item())
 
     return train

@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from amp_mlp import (  # noqa: E402  (sibling script, not a package)
-    device_name, emit, import_torch, markdown_table, mib, no_gpu_exit,
+    device_name, emit, import_torch, markdown_table, mib, no_gpu_exit, scaled_update,
 )
 
 import minigrad as mg  # noqa: E402
@@ -96,10 +96,7 @@ def minigrad_step(x, y, mixed, device):
     def step():
         with amp.autocast(dtype="float16", enabled=mixed):
             loss = F.cross_entropy(net(x), y)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        opt.zero_grad()
+        scaled_update(scaler, opt, loss)
         return loss
 
     return step
@@ -120,10 +117,7 @@ def torch_step(torch, x_np, y_np, mixed, device):
     def step():
         with torch.autocast(device_type=dev_type, dtype=torch.float16, enabled=mixed):
             loss = torch.nn.functional.cross_entropy(net(x), y)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        opt.zero_grad()
+        scaled_update(scaler, opt, loss)
         return loss
 
     return step

@@ -32,7 +32,7 @@ from minigrad import amp
 
 sys.path.insert(0, __import__("os").path.dirname(__file__))
 from amp_mlp import (_Step, device_name, emit, import_torch, make_model,  # noqa: E402
-                     markdown_table, no_gpu_exit, torch_copy)
+                     markdown_table, no_gpu_exit, scaled_update, torch_copy)
 
 
 def _graph_nodes(step) -> str:
@@ -96,10 +96,7 @@ def minigrad_step(cfg, mixed, captured):
     def step():
         with amp.autocast(dtype="float16", enabled=mixed):
             loss = loss_fn(net(x), t)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        opt.zero_grad()
+        scaled_update(scaler, opt, loss)
         return loss
     return step, None
 
@@ -117,10 +114,7 @@ def torch_step(torch, cfg, mixed):
     def step():
         with torch.autocast("cuda", dtype=torch.float16, enabled=mixed):
             loss = loss_fn(net(x), t)
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        opt.zero_grad()
+        scaled_update(scaler, opt, loss)
         return loss
     return step
 
