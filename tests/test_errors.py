@@ -256,3 +256,10 @@ def test_what_pytorch_computes_is_computed():
     mixed = mg.functional.matmul(mg.ones(2, 2, dtype="float16"), mg.ones(2, 2, dtype="bfloat16"))
     assert mixed.dtype == mg.float32                                 # the widest float, as on GPU
     np.testing.assert_array_equal(mixed.numpy(), np.full((2, 2), 2.0))
+
+
+def test_an_integer_device_is_that_gpu_as_in_pytorch():
+    assert mg._backend.normalize_device(2) == "cuda:2"
+    if not mg.cuda.is_available():
+        with pytest.raises(RuntimeError, match="device 'cuda:3' requested but CuPy sees no GPU"):
+            F.to_device(mg.ones(2), 3)

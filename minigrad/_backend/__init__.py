@@ -62,10 +62,13 @@ default_device = ["cpu"]
 def normalize_device(device) -> str:
     """Spell a device as ``"cpu"`` or ``"cuda:N"``; raise a clear error for anything else.
 
-    None means the default device (``"cpu"`` unless ``mg.set_default_device`` changed it).
+    None means the default device (``"cpu"`` unless ``mg.set_default_device`` changed it); an
+    int ``N`` means ``"cuda:N"``, as in PyTorch.
     """
     if device is None:
         return default_device[0]
+    if isinstance(device, int) and not isinstance(device, bool) and device >= 0:
+        return f"cuda:{device}"  # PyTorch: an integer device is that GPU
     if not isinstance(device, str):
         device = str(device)
     if device == "cpu":
