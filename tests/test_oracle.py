@@ -86,6 +86,18 @@ ORACLE = {
     "repeat": lambda x, repeats, axis=None: torch.repeat_interleave(x, repeats, dim=axis),
     "cumsum": lambda x, axis=None: torch.cumsum(x if axis is not None else x.flatten(),
                                                 0 if axis is None else axis),
+    # convolutions, pooling, normalization, embedding, distances, attention, BLAS
+    **{n: getattr(TF, n) for n in (
+        "conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d max_pool2d "
+        "avg_pool2d adaptive_avg_pool2d batch_norm group_norm embedding pdist bilinear "
+        "scaled_dot_product_attention hinge_embedding_loss multilabel_margin_loss "
+        "multi_margin_loss triplet_margin_loss cosine_embedding_loss poisson_nll_loss").split()},
+    **{n: getattr(torch, n) for n in "dist cdist renorm einsum tensordot addmm addmv addr "
+                                     "baddbmm addbmm".split()},
+    "one_hot": lambda x, n: TF.one_hot(x, n),
+    "vector_norm": torch.linalg.vector_norm, "matrix_norm": torch.linalg.matrix_norm,
+    "argmax": _reduction(torch.argmax), "argmin": _reduction(torch.argmin),
+    "cosine_similarity": lambda a, b, axis=1: TF.cosine_similarity(a, b, dim=axis),
     "cumprod": lambda x, axis=None, dim=None: torch.cumprod(
         x if (axis if dim is None else dim) is not None else x.flatten(),
         0 if (axis if dim is None else dim) is None else (axis if dim is None else dim)),
@@ -93,10 +105,14 @@ ORACLE = {
 NOT_MAPPED = "the rest of the table (conv, pooling, recurrent, sampling, upsample, ...)"
 _LOSSES = frozenset(
     "mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy kl_div soft_margin_loss "
-    "binary_cross_entropy_with_logits margin_ranking_loss cross_entropy nll_loss".split())
+    "binary_cross_entropy_with_logits margin_ranking_loss cross_entropy nll_loss "
+    "poisson_nll_loss hinge_embedding_loss triplet_margin_loss cosine_embedding_loss "
+    "multilabel_margin_loss multi_margin_loss".split())
 _FLOAT_ON_INTEGERS = frozenset(
-    "mean gelu silu softplus prelu addcdiv huber_loss soft_margin_loss softmax log_softmax"
-    .split())
+    "mean gelu silu softplus prelu addcdiv huber_loss soft_margin_loss softmax log_softmax "
+    "hinge_embedding_loss multilabel_margin_loss multi_margin_loss".split())
+_SCALED_PRODUCTS = frozenset("addcmul addmm addmv addr baddbmm addbmm hinge_embedding_loss "
+                             "multilabel_margin_loss multi_margin_loss".split())
 # The deliberate differences, narrow: (ops, input dtype, what differs, why). Values are still
 # compared wherever both compute; each row is also in docs/migrating.md.
 DEVIATIONS = [
@@ -104,16 +120,50 @@ DEVIATIONS = [
                                    "float32, as autocast runs losses); PyTorch's is float16"),
     (_FLOAT_ON_INTEGERS, np.int64, "raises", "integer input is computed in float32 (the "
                                              "default float) where PyTorch refuses it"),
-    ({"addcmul"}, np.int64, "dtype", "integer tensors with a float value give float32 (the "
-                                     "exact result); PyTorch keeps int64"),
-    ({"l1_loss", "softmax", "log_softmax"}, np.int64, "refuses",
-     "integer input is refused (PyTorch computes l1_loss's sum/none in int64 and a softmax "
-     "over an empty integer tensor)"),
+    (_SCALED_PRODUCTS, np.int64, "dtype", "integer tensors with float scale factors (value, "
+                                          "alpha, beta, margins) give float32, the exact "
+                                          "result; PyTorch keeps int64"),
+    (frozenset("l1_loss softmax log_softmax avg_pool2d adaptive_avg_pool2d batch_norm "
+               "group_norm scaled_dot_product_attention".split()), np.int64, "refuses",
+     "integer input is refused as float-only (PyTorch computes l1_loss's sum/none and integer "
+     "average pooling in int64, and these ops over empty integer tensors)"),
+    ({"pdist", "cdist", "multilabel_margin_loss"}, np.float16, "raises",
+     "float16 is computed (in float32); PyTorch's CPU kernels refuse it"),
+    (_SCALED_PRODUCTS, np.int64, "raises", "integer tensors with a float scale factor are "
+                                           "computed in float32; PyTorch refuses some of them"),
+    ({"multi_margin_loss"}, None, "raises", "the class weight gets a gradient; PyTorch refuses "
+                                            "a weight that requires grad"),
 ]
 
 
+# Where PyTorch's answer is wrong, the exact one: (op, sample) -> value.
+EXACT = {
+    # the sum over an empty batch: PyTorch's CPU kernels return uninitialised memory
+    ("multi_margin_loss", "empty"): 0.0, ("multilabel_margin_loss", "empty"): 0.0,
+}
+
+
 def _deviation(op, dtype, what) -> bool:
-    return any(op in ops and dtype == d and what == w for ops, d, w, _ in DEVIATIONS)
+    return any(op in ops and d in (None, dtype) and what == w for ops, d, w, _ in DEVIATIONS)
+
+
+def _closer_to_exact(call, sample, mine, theirs, grads):
+    """float16 only: where minigrad and PyTorch disagree, whether minigrad is at least as close
+    as PyTorch to PyTorch's float64 result on the same (float16-rounded) inputs; PyTorch's
+    half-precision kernels are sometimes the odd one (group_norm's backward, seen here)."""
+    args, leaves = _args(sample, np.float64, torch)
+    args = [torch.tensor(np.asarray(a.detach().numpy(), np.float16).astype(np.float64),
+                         requires_grad=a.requires_grad) if isinstance(a, torch.Tensor)
+            and a.dtype.is_floating_point else a for a in args]
+    leaves = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+    y = call(*args, **sample.kwargs)
+    if grads is None:
+        exact = y.detach().numpy()
+    else:
+        (torch.tensor(grads[0].astype(np.float64)) * y).sum().backward()
+        exact = leaves[grads[1]].grad.numpy()
+    err = lambda v: np.nanmax(np.abs(v.astype(np.float64) - exact)) if v.size else 0.0  # noqa
+    return err(mine) <= err(theirs) + 2e-3
 
 
 def _cases():
@@ -167,6 +217,9 @@ def _np(t):
 @pytest.mark.parametrize("info,sample,fn,dtype", list(_cases()))
 def test_agrees_with_pytorch(info, sample, fn, dtype):
     e_mg, y_mg, l_mg = _run(info.op, sample, dtype, mg)
+    if (info.name, sample.name) in EXACT and np.dtype(dtype).kind == "f":
+        assert e_mg is None and float(y_mg.item()) == EXACT[info.name, sample.name]
+        return
     e_pt, y_pt, l_pt = _run(fn, sample, dtype, torch)
     if e_pt is not None and e_mg is None and _deviation(info.name, dtype, "raises"):
         return
@@ -190,19 +243,33 @@ def test_agrees_with_pytorch(info, sample, fn, dtype):
     tol = {"float64": 1e-10, "float32": 2e-5, "float16": 2e-3}.get(str(y_pt.dtype)[6:], 0)
     if str(y_mg.dtype) != str(y_pt.dtype)[6:] and tol:   # compared at the coarser of the two
         tol = max(tol, {"float32": 2e-5, "float16": 2e-3}.get(str(y_mg.dtype), 0))
-    np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64), rtol=tol, atol=tol,
-                               equal_nan=True, err_msg=f"{info.name} value")
+    _compare(a, b, tol, f"{info.name} value",
+             lambda: dtype == np.float16 and _closer_to_exact(fn, sample, a, b, None))
     if not l_mg or not y_pt.requires_grad or y_pt.dtype.is_floating_point is False:
         return
     cot = np.random.default_rng(0).standard_normal(b.shape).astype(b.dtype)
     (mg.tensor(cot) * y_mg).sum().backward() if y_mg.ndim else (y_mg * float(cot)).backward()
-    (torch.tensor(cot) * y_pt).sum().backward()
-    for m, p in zip(l_mg, l_pt):
+    try:
+        (torch.tensor(cot) * y_pt).sum().backward()
+    except NotImplementedError:  # a backward PyTorch lacks for this dtype (listed above)
+        assert _deviation(info.name, dtype, "raises"), f"{info.name}: PyTorch has no backward"
+        return
+    for k, (m, p) in enumerate(zip(l_mg, l_pt)):
         gm = np.zeros(m.shape) if m.grad is None else _np(m.grad)
         gp = np.zeros(tuple(p.shape)) if p.grad is None else _np(p.grad)
-        np.testing.assert_allclose(gm.astype(np.float64), gp.astype(np.float64), rtol=tol * 10,
-                                   atol=tol * 10, equal_nan=True,
-                                   err_msg=f"{info.name} gradient")
+        _compare(gm, gp, tol * 10, f"{info.name} gradient",
+                 lambda: dtype == np.float16 and _closer_to_exact(fn, sample, gm, gp, (cot, k)))
+
+
+def _compare(mine, theirs, tol, what, minigrad_is_closer):
+    """Values (NaN positions equal) within ``tol``; a float16 mismatch passes when minigrad is
+    at least as close to the float64 result as PyTorch."""
+    try:
+        np.testing.assert_allclose(mine.astype(np.float64), theirs.astype(np.float64),
+                                   rtol=tol, atol=tol, equal_nan=True, err_msg=what)
+    except AssertionError:
+        if not minigrad_is_closer():
+            raise
 
 
 def test_mapped_ops_are_ops_of_the_table():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._backend import get_array_module
-from .._backend.dtypes import float32, result_type
+from .._backend.dtypes import float32, int64, result_type
 from ..autodiff.function import Function
 from ..autodiff.grad_mode import grad_enabled
 from ..tensor import Tensor
@@ -658,14 +658,15 @@ class OneHot(Function):
 
     def forward(self, labels, num_classes):
         xp = get_array_module(labels)
-        return (labels[..., None] == xp.arange(num_classes)).astype(float32)
+        return (labels[..., None] == xp.arange(num_classes)).astype(int64)  # PyTorch: int64
 
     def backward(self, gy):
         return None
 
 
 def one_hot(labels, num_classes: int | None = None) -> Tensor:
-    """float32 one-hot encoding of integer ``labels`` (shape ``labels.shape + (num_classes,)``).
+    """int64 one-hot encoding of integer ``labels`` (shape ``labels.shape + (num_classes,)``),
+    as PyTorch's; cast it (``.astype("float32")``) to use it as soft targets.
 
     ``num_classes`` defaults to ``labels.max() + 1``. Not differentiable.
     """
