@@ -95,6 +95,11 @@ ORACLE = {
     **{n: getattr(torch, n) for n in "dist cdist renorm einsum tensordot addmm addmv addr "
                                      "baddbmm addbmm".split()},
     "one_hot": lambda x, n: TF.one_hot(x, n),
+    "vdot": torch.vdot, "scatter_add": torch.scatter_add, "interpolate": TF.interpolate,
+    "multi_dot": torch.linalg.multi_dot, "linalg_multi_dot": torch.linalg.multi_dot,
+    "chain_matmul": lambda *ms: torch.linalg.multi_dot(list(ms)) if len(ms) > 1 else ms[0] * 1,
+    "norm": _reduction(lambda x, ord=2, **kw: torch.linalg.vector_norm(x, ord, **kw)),
+    "cross": lambda a, b, dim=None: torch.cross(a, b, dim=dim),
     "vector_norm": torch.linalg.vector_norm, "matrix_norm": torch.linalg.matrix_norm,
     "argmax": _reduction(torch.argmax), "argmin": _reduction(torch.argmin),
     "cosine_similarity": lambda a, b, axis=1: TF.cosine_similarity(a, b, dim=axis),
@@ -110,7 +115,7 @@ _LOSSES = frozenset(
     "multilabel_margin_loss multi_margin_loss".split())
 _FLOAT_ON_INTEGERS = frozenset(
     "mean gelu silu softplus prelu addcdiv huber_loss soft_margin_loss softmax log_softmax "
-    "hinge_embedding_loss multilabel_margin_loss multi_margin_loss".split())
+    "hinge_embedding_loss multilabel_margin_loss multi_margin_loss interpolate".split())
 _SCALED_PRODUCTS = frozenset("addcmul addmm addmv addr baddbmm addbmm hinge_embedding_loss "
                              "multilabel_margin_loss multi_margin_loss".split())
 # The deliberate differences, narrow: (ops, input dtype, what differs, why). Values are still
@@ -133,6 +138,8 @@ DEVIATIONS = [
                                            "computed in float32; PyTorch refuses some of them"),
     ({"multi_margin_loss"}, None, "raises", "the class weight gets a gradient; PyTorch refuses "
                                             "a weight that requires grad"),
+    ({"cross"}, None, "raises", "operands of different ranks broadcast (PyTorch's linalg.cross "
+                                "wants equal ranks)"),
 ]
 
 
