@@ -244,6 +244,10 @@ class _Ragged(mg.data.Dataset):
      ValueError, "^DataLoader: the samples of a batch have different shapes"),
     (lambda: mg.functional.conv2d(mg.ones(1, 1, 5, 5), mg.ones(1, 1, 3, 3), stride=2,
                                   padding="same"), ValueError, "^conv2d: padding='same'"),
+    (lambda: mg.ones(2) - mg.tensor([True, False]), ValueError, "^sub: subtraction of a bool"),
+    (lambda: mg.ones(2) - True, ValueError, "^sub: subtraction of a bool"),
+    (lambda: -mg.tensor([True]), ValueError, "^neg: negation of a bool"),
+    (lambda: abs(mg.tensor([True])), ValueError, "^abs: the absolute value of a bool"),
 ])
 def test_errors_name_the_op(fn, err, match):
     with pytest.raises(err, match=match):

@@ -246,8 +246,16 @@ def add(a, b) -> Tensor:
 
 
 def sub(a, b) -> Tensor:
-    """``a - b`` with broadcasting."""
+    """``a - b`` with broadcasting (a bool tensor is refused, as in PyTorch)."""
+    _no_bool("sub", "subtraction", a, b)
     return _binary(Sub, a, b)
+
+
+def _no_bool(op, what, *xs):
+    for x in xs:
+        if isinstance(x, bool) or isinstance(x, Tensor) and x.dtype.kind == "b":
+            raise op_error(op, f"{what} of a bool tensor or scalar is not supported (as in "
+                           "PyTorch); to invert a mask use logical_not, else cast it first")
 
 
 def mul(a, b) -> Tensor:
@@ -261,7 +269,8 @@ def div(a, b) -> Tensor:
 
 
 def neg(x: Tensor) -> Tensor:
-    """``-x``."""
+    """``-x`` (a bool tensor is refused, as in PyTorch)."""
+    _no_bool("neg", "negation", x)
     return Neg.apply(x)
 
 
@@ -461,7 +470,8 @@ def square(x: Tensor) -> Tensor:
 
 
 def abs(x: Tensor) -> Tensor:
-    """Absolute value (gradient ``sign(x)``, 0 at 0)."""
+    """Absolute value (gradient ``sign(x)``, 0 at 0); a bool tensor is refused (PyTorch)."""
+    _no_bool("abs", "the absolute value", x)
     return Abs.apply(x)
 
 
