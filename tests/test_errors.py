@@ -248,6 +248,12 @@ class _Ragged(mg.data.Dataset):
     (lambda: mg.ones(2) - True, ValueError, "^sub: subtraction of a bool"),
     (lambda: -mg.tensor([True]), ValueError, "^neg: negation of a bool"),
     (lambda: abs(mg.tensor([True])), ValueError, "^abs: the absolute value of a bool"),
+    (lambda: mg.tensor([[True, True]]) @ mg.tensor([[True], [True]]), ValueError,
+     "^matmul: products of bool tensors"),
+    (lambda: mg.tensor([True]) ** mg.tensor([True]), ValueError, "^pow: a power of bool"),
+    (lambda: F.conv2d(mg.tensor(np.ones((1, 1, 2, 2), bool)),
+                         mg.tensor(np.ones((1, 1, 1, 1), bool))), ValueError,
+     "^conv2d: products of bool tensors"),
 ])
 def test_errors_name_the_op(fn, err, match):
     with pytest.raises(err, match=match):

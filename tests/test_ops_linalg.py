@@ -8,6 +8,7 @@ import pytest
 import minigrad as mg
 from minigrad._backend import kernels
 from minigrad.functional.linalg import bmm, dot, einsum, linear, matmul
+from minigrad.functional.blas import addr
 from minigrad.testing import gradcheck, gradgradcheck
 
 
@@ -240,3 +241,20 @@ def test_einsum_with_an_empty_operand(rng):
     assert einsum("ij,ij->i", t(a, "cpu"), t(c, "cpu")).shape == (0,)
     assert gradcheck(lambda a, c: einsum("ij,ij->i", a, c), [a, c])
     assert einsum("ij,jk->", t(a, "cpu"), t(b, "cpu")).item() == 0.0
+
+
+def test_einsum_of_one_bool_or_int32_operand_sums_as_sum_does():
+    # NumPy's einsum sums bools with logical or (True) and keeps int32; PyTorch counts in int64
+    mask = mg.tensor(np.array([[True, True], [True, False]]))
+    total = einsum("ij->", mask)
+    assert total.dtype == np.int64 and total.item() == 3
+    rows = einsum("ij->i", mg.tensor(np.array([[1, 2], [3, 4]], np.int32)))
+    assert rows.dtype == np.int64 and rows.numpy().tolist() == [3, 7]
+    assert einsum("ij->ji", mask).dtype == np.bool_   # no sum: bools stay bools
+
+
+def test_addr_of_bools_is_logical_as_in_pytorch():
+    u, v = mg.tensor(np.array([True, False])), mg.tensor(np.array([True, True, False]))
+    out = addr(mg.tensor(np.zeros((2, 3), bool)), u, v)
+    assert out.dtype == np.bool_
+    assert out.numpy().tolist() == [[True, True, False], [False, False, False]]

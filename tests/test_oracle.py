@@ -1,5 +1,6 @@
 """PyTorch as the oracle, driven by the op table: every sample of every op mapped below is run
-in minigrad and in PyTorch (CPU) on the same float64 inputs and again in float32, comparing
+in minigrad and in PyTorch (CPU) on the same inputs in float64, float32, float16, int64, int32
+and bool, comparing
 raise-vs-raise, result dtype, shape, values (NaN positions equal) and the gradients of a random
 cotangent. A mismatch fails unless it is a row of ``DEVIATIONS`` (op, sample -> reason), each
 also listed in docs/migrating.md. Skips, saying so, without PyTorch (CI installs the ``oracle``
@@ -97,7 +98,7 @@ ORACLE = {
     "one_hot": lambda x, n: TF.one_hot(x, n),
     "vdot": torch.vdot, "scatter_add": torch.scatter_add, "interpolate": TF.interpolate,
     "multi_dot": torch.linalg.multi_dot, "linalg_multi_dot": torch.linalg.multi_dot,
-    "chain_matmul": lambda *ms: torch.linalg.multi_dot(list(ms)) if len(ms) > 1 else ms[0] * 1,
+    "chain_matmul": lambda *ms: torch.linalg.multi_dot(list(ms)) if len(ms) > 1 else ms[0].clone(),
     "norm": _reduction(lambda x, ord=2, **kw: torch.linalg.vector_norm(x, ord, **kw)),
     "cross": lambda a, b, dim=None: torch.cross(a, b, dim=dim),
     "vector_norm": torch.linalg.vector_norm, "matrix_norm": torch.linalg.matrix_norm,
@@ -118,24 +119,34 @@ _FLOAT_ON_INTEGERS = frozenset(
     "hinge_embedding_loss multilabel_margin_loss multi_margin_loss interpolate".split())
 _SCALED_PRODUCTS = frozenset("addcmul addmm addmv addr baddbmm addbmm hinge_embedding_loss "
                              "multilabel_margin_loss multi_margin_loss".split())
+_INTEGERS = (np.int64, np.int32)
+_NON_FLOAT = _INTEGERS + (np.bool_,)
 # The deliberate differences, narrow: (ops, input dtype, what differs, why). Values are still
 # compared wherever both compute; each row is also in docs/migrating.md.
 DEVIATIONS = [
     (_LOSSES, np.float16, "dtype", "a loss of float16 input is float32 (computed and reduced in "
                                    "float32, as autocast runs losses); PyTorch's is float16"),
-    (_FLOAT_ON_INTEGERS, np.int64, "raises", "integer input is computed in float32 (the "
-                                             "default float) where PyTorch refuses it"),
-    (_SCALED_PRODUCTS, np.int64, "dtype", "integer tensors with float scale factors (value, "
+    (_FLOAT_ON_INTEGERS, _NON_FLOAT, "raises", "integer or bool input is computed in float32 "
+                                               "(the default float) where PyTorch refuses it"),
+    (_SCALED_PRODUCTS, _INTEGERS, "dtype", "integer tensors with float scale factors (value, "
                                           "alpha, beta, margins) give float32, the exact "
                                           "result; PyTorch keeps int64"),
     (frozenset("l1_loss softmax log_softmax avg_pool2d adaptive_avg_pool2d batch_norm "
-               "group_norm scaled_dot_product_attention".split()), np.int64, "refuses",
-     "integer input is refused as float-only (PyTorch computes l1_loss's sum/none and integer "
-     "average pooling in int64, and these ops over empty integer tensors)"),
+               "group_norm scaled_dot_product_attention".split()), _NON_FLOAT, "refuses",
+     "integer or bool input is refused as float-only (PyTorch computes l1_loss's sum/none and "
+     "integer average pooling in int64, and these ops over empty tensors)"),
     ({"pdist", "cdist", "multilabel_margin_loss"}, np.float16, "raises",
      "float16 is computed (in float32); PyTorch's CPU kernels refuse it"),
-    (_SCALED_PRODUCTS, np.int64, "raises", "integer tensors with a float scale factor are "
-                                           "computed in float32; PyTorch refuses some of them"),
+    (_SCALED_PRODUCTS, _NON_FLOAT, "raises", "integer tensors with a float scale factor are "
+                                             "computed in float32; PyTorch refuses some of them"),
+    (frozenset("conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d".split()),
+     np.int32, "raises", "int32 convolutions are computed (in int32); PyTorch's CPU kernels "
+                         "refuse some of them"),
+    (frozenset("relu max_pool2d argmax argmin addcmul dot vdot addbmm".split()), np.bool_,
+     "raises", "bool input is computed (max, argmax, logical and/or; empty products) where "
+               "PyTorch's CPU kernels refuse Bool"),
+    ({"multilabel_margin_loss", "multi_margin_loss"}, np.bool_, "refuses",
+     "bool input is refused (its margins subtract); PyTorch computes only the empty batch"),
     ({"multi_margin_loss"}, None, "raises", "the class weight gets a gradient; PyTorch refuses "
                                             "a weight that requires grad"),
     ({"cross"}, None, "raises", "operands of different ranks broadcast (PyTorch's linalg.cross "
@@ -151,7 +162,8 @@ EXACT = {
 
 
 def _deviation(op, dtype, what) -> bool:
-    return any(op in ops and d in (None, dtype) and what == w for ops, d, w, _ in DEVIATIONS)
+    return any(op in ops and (d is None or dtype in (d if isinstance(d, tuple) else (d,)))
+               and what == w for ops, d, w, _ in DEVIATIONS)
 
 
 def _closer_to_exact(call, sample, mine, theirs, grads):
@@ -178,7 +190,7 @@ def _cases():
     for name, fn in ORACLE.items():
         info = table[name]
         for s in info.samples:
-            for dtype in (np.float64, np.float32, np.int64, np.float16):
+            for dtype in (np.float64, np.float32, np.int64, np.float16, np.int32, np.bool_):
                 yield pytest.param(info, s, fn, dtype, id=f"{name}-{s.name}-{np.dtype(dtype)}")
 
 
@@ -195,6 +207,8 @@ def _args(sample, dtype, lib):
             arr = a.astype(dtype) if a.dtype.kind == "f" else a
             if np.dtype(dtype).kind == "i" and a.dtype.kind == "f":
                 arr = np.round(a * 3).astype(dtype)   # integers of the same spread
+            if np.dtype(dtype).kind == "b" and a.dtype.kind == "f":
+                arr = a > 0
             grad = np.dtype(dtype).kind == "f" and a.dtype.kind == "f" and i not in sample.const
             if lib is torch:
                 t = torch.tensor(arr, requires_grad=grad)

@@ -57,6 +57,19 @@ def op_error(op: str, message: str, **details) -> ValueError:
     return ValueError(f"{op}: {message}" + (f" ({info})" if info else ""))
 
 
+def refuse_bool_product(op: str, *arrays) -> None:
+    """Products of bool tensors are refused, as in PyTorch: NumPy would compute them with
+    logical or/and (``[[1, 1], [1, 0]] @ itself`` gives all True), a silently different answer
+    from the counts an integer product gives."""
+    arrays = [a for a in arrays if a is not None]
+    if any(a.size == 0 for a in arrays):
+        return   # nothing is multiplied: PyTorch returns the empty or all-False result too
+    if any(a.dtype.kind == "b" for a in arrays):
+        raise op_error(op, "products of bool tensors are not supported (as in PyTorch); cast "
+                       "to an integer or float dtype first",
+                       dtypes=tuple(str(a.dtype) for a in arrays))
+
+
 def const(array) -> Tensor:
     """Wrap an array as a graph constant (no grad, no creator)."""
     return _make(array, False, None, 0)

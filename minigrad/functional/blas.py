@@ -87,8 +87,14 @@ _AddMm = composite("addmm", lambda input, a, b, beta, alpha: _axpby(input, matmu
                                                                       alpha))
 _AddMv = composite("addmv", lambda input, a, v, beta, alpha: _axpby(input, matmul(a, v), beta,
                                                                       alpha))
-_AddR = composite("addr", lambda input, u, v, beta, alpha: _axpby(
-    input, matmul(u.reshape((-1, 1)), v.reshape((1, -1))), beta, alpha))
+def _outer(u, v):
+    u, v = u.reshape((-1, 1)), v.reshape((1, -1))
+    # bools have no product (matmul refuses them) but an outer "and", which PyTorch's addr gives
+    return u * v if u.dtype.kind == "b" and v.dtype.kind == "b" else matmul(u, v)
+
+
+_AddR = composite("addr", lambda input, u, v, beta, alpha: _axpby(input, _outer(u, v), beta,
+                                                                    alpha))
 _BAddBmm = composite("baddbmm", lambda input, a, b, beta, alpha: _axpby(
     input, matmul(a, b), beta, alpha))
 _AddBmm = composite("addbmm", _addbmm_impl)

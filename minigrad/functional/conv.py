@@ -20,7 +20,7 @@ from ..autodiff.function import Function
 from ..autodiff.grad_mode import grad_enabled
 from ..tensor import Tensor
 from ._conv_kernels import conv_bias_grad, conv_data_grad, conv_forward, conv_weight_grad
-from ._utils import const, fast_backward, op_error
+from ._utils import const, fast_backward, op_error, refuse_bool_product
 
 __all__ = ["conv1d", "conv2d", "conv_transpose2d"]
 
@@ -162,6 +162,7 @@ def _tuple(v, n, op, what):
 
 
 def _check(op, x, w, b, groups, rank, transposed=False):
+    refuse_bool_product(op, x, w, b)
     if x.ndim != rank + 2 or w.ndim != rank + 2:
         layout = "(N, C, L)" if rank == 1 else "(N, C, H, W)"
         raise op_error(op, f"expected input {layout} and a {rank + 2}-D weight; add a batch dim "

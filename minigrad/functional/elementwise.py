@@ -278,8 +278,11 @@ def pow(x, exponent) -> Tensor:
     """``x ** exponent``; either side may be the Tensor, the other a Tensor or Python number.
 
     The gradient with respect to the exponent is ``x ** exponent * log(x)``, taken as 0 where
-    ``x == 0``.
+    ``x == 0``. A bool tensor raised to a bool tensor is refused, as in PyTorch (NumPy would
+    give int8).
     """
+    if isinstance(exponent, Tensor) and exponent.dtype.kind == "b":
+        _no_bool("pow", "a power of bool tensors", x)
     return _binary(Pow, x, exponent)
 
 

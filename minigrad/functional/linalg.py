@@ -13,10 +13,11 @@ import math
 import string
 
 from .._backend import get_array_module, kernels
-from .._backend.dtypes import float32, is_low_precision, widest_float
+from .._backend.dtypes import float32, int64, is_low_precision, widest_float
 from ..autodiff.function import Function
 from ..tensor import Tensor
-from ._utils import broadcast_shape, const, fast_backward, op_error, sum_to_shape
+from ._utils import (broadcast_shape, const, fast_backward, op_error, refuse_bool_product,
+                     sum_to_shape)
 
 __all__ = ["bmm", "dot", "einsum", "linear", "matmul"]
 
@@ -26,6 +27,7 @@ class MatMul(Function):
     promote = "same"  # PyTorch refuses mixed dtypes (outside autocast)
 
     def forward(self, a, b):
+        refuse_bool_product("matmul", a, b)
         if a.ndim == 0 or b.ndim == 0:
             raise ValueError(f"matmul: operands must be at least 1-D, got shapes {a.shape} "
                              f"and {b.shape}; use mul for scalars")
@@ -76,6 +78,7 @@ class Bmm(Function):
     promote = "same"  # PyTorch refuses mixed dtypes (outside autocast)
 
     def forward(self, a, b):
+        refuse_bool_product("bmm", a, b)
         if a.ndim != 3 or b.ndim != 3:
             raise op_error("bmm", "both operands must be 3-D (batch, rows, cols); use matmul "
                            "for broadcasting or other ranks", a=a.shape, b=b.shape)
@@ -97,6 +100,7 @@ class Linear(Function):
     promote = "same"  # PyTorch refuses mixed dtypes (outside autocast)
 
     def forward(self, x, weight, bias):
+        refuse_bool_product("linear", x, weight, bias)
         if weight.ndim != 2 or x.ndim == 0 or x.shape[-1] != weight.shape[1]:
             raise op_error("linear", "expected x (..., in_features) and weight (out_features, "
                            "in_features) (PyTorch layout; transpose a (in, out) weight)",
@@ -137,6 +141,7 @@ class Dot(Function):
     promote = "same"  # PyTorch refuses mixed dtypes (outside autocast)
 
     def forward(self, a, b):
+        refuse_bool_product("dot", a, b)
         if a.ndim != 1 or b.ndim != 1 or a.shape != b.shape:
             raise op_error("dot", "expected two 1-D tensors of the same length; use matmul "
                            "or einsum for other shapes", a=a.shape, b=b.shape)
@@ -154,6 +159,8 @@ class Einsum(Function):
 
     def forward(self, *ops, equation):
         # ``equation`` is canonical here: explicit "->", letters only, consistent sizes.
+        if len(ops) > 1:   # one operand only sums or permutes, which bools allow
+            refuse_bool_product("einsum", *ops)
         self.save_for_backward(*ops)
         lhs, self.out = equation.split("->")
         self.terms = lhs.split(",")
@@ -315,4 +322,8 @@ def einsum(equation: str, *operands: Tensor) -> Tensor:
         raise op_error("einsum", "needs at least one operand", equation=equation)
     eq, targets = _canonical(equation, [o.shape for o in operands])
     operands = [o if o.shape == t else o.broadcast_to(t) for o, t in zip(operands, targets)]
+    lhs, rhs = eq.split("->")
+    if len(operands) == 1 and operands[0].dtype.kind in "biu" and set(lhs) - set(rhs):
+        # a pure sum: integers and bools sum in int64, as ``sum`` does (NumPy would or bools)
+        operands = [operands[0].astype(int64)]
     return Einsum.apply(*operands, equation=eq)
