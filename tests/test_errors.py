@@ -254,6 +254,11 @@ class _Ragged(mg.data.Dataset):
     (lambda: F.conv2d(mg.tensor(np.ones((1, 1, 2, 2), bool)),
                          mg.tensor(np.ones((1, 1, 1, 1), bool))), ValueError,
      "^conv2d: products of bool tensors"),
+    (lambda: F.cross(mg.tensor(np.ones((2, 3), bool)), mg.tensor(np.ones((2, 3), bool))),
+     ValueError, "^cross: products of bool tensors"),
+    (lambda: F.scatter_add(mg.ones((3, 4)), 1, mg.tensor(np.zeros((3, 2), np.int64)),
+                           mg.ones(7)), ValueError, "^scatter_add: index must have the same "
+     "number of dimensions as src"),
 ])
 def test_errors_name_the_op(fn, err, match):
     with pytest.raises(err, match=match):

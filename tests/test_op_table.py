@@ -9,8 +9,12 @@ in ``minigrad/testing/op_checks.py``. Known deviations are declared in the table
 and run as ``xfail(strict=True)``: a mark left on a fixed op fails.
 """
 
+import re
+
+import numpy as np
 import pytest
 
+import minigrad as mg
 from minigrad.testing import op_checks as C
 from minigrad.testing.op_table import FAMILIES, NON_OPS, op_table, public_ops
 
@@ -122,3 +126,26 @@ def test_checks_catch_a_wrong_entry():
         C.check_forward(dataclasses.replace(relu, ref=lambda x: x), relu.samples[0])
     with pytest.raises(AssertionError):
         C.check_error(relu, ErrorInput((rand(2),), ValueError, "x"))
+
+
+def _second_operand_cases():
+    for name, info in sorted(TABLE.items()):
+        arrays = [i for i, a in enumerate(info.samples[0].args) if hasattr(a, "shape")]
+        if len(arrays) >= 2:
+            for shape in ((5, 7), (7,), (2, 11, 13)):
+                yield pytest.param(info, arrays[-1], shape, id=f"{name}-{shape}")
+
+
+@pytest.mark.parametrize("info,which,shape", list(_second_operand_cases()))
+def test_mismatched_operand_is_an_error_naming_an_op(info, which, shape):
+    """An operand of an unrelated shape either computes (it broadcasts) or raises an error that
+    starts with an op's name, never a raw NumPy message (an audit found cross and scatter_add
+    leaking one)."""
+    sample = info.samples[0]
+    args = [mg.tensor(a) if hasattr(a, "shape") else a for a in sample.args]
+    args[which] = mg.tensor(np.ones(shape, sample.args[which].dtype))
+    try:
+        info.op(*args, **sample.kwargs)
+    except (ValueError, TypeError) as e:
+        named = re.match(r"([A-Za-z_0-9.]+)[ :]", str(e))
+        assert named and named.group(1).split(".")[-1] in TABLE, str(e)

@@ -525,10 +525,16 @@ def _check_along(op, x_shape, idx, axis, src_shape=None):
     if idx.ndim != len(x_shape):
         raise op_error(op, "index must have the same number of dimensions as the input",
                        input_shape=x_shape, index_shape=idx.shape)
+    if src_shape is not None and len(src_shape) != idx.ndim:
+        raise op_error(op, "index must have the same number of dimensions as src",
+                       index_shape=idx.shape, src_shape=src_shape)
     for d, n in enumerate(idx.shape):
-        if d != axis and n > x_shape[d] or src_shape is not None and n > src_shape[d]:
+        if d != axis and n > x_shape[d]:
             raise op_error(op, f"index is larger than the input on axis {d}",
-                           input_shape=x_shape, index_shape=idx.shape, src_shape=src_shape)
+                           input_shape=x_shape, index_shape=idx.shape)
+        if src_shape is not None and n > src_shape[d]:
+            raise op_error(op, f"index is larger than src on axis {d}",
+                           index_shape=idx.shape, src_shape=src_shape)
 
 
 class Gather(Function):

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 
 from .._backend import get_array_module
 from .._backend.dtypes import float32, float64, float_result_type
 from ..autodiff.function import Function
 from ..tensor import Tensor
 from ._composite import composite
-from ._utils import as_operand, const, normalize_axis, op_error, shape_of, sum_to_shape
+from ._utils import (as_operand, broadcast_shape, const, normalize_axis, op_error,
+                     refuse_bool_product, shape_of, sum_to_shape)
 from .elementwise import _erf_array, exp, sqrt, where
 
 __all__ = [
@@ -281,7 +281,8 @@ def cross(input: Tensor, other: Tensor, dim: int | None = None, *, axis: int | N
 
     if dim is None:
         dim = axis
-    shape = tuple(np.broadcast_shapes(shape_of(input), shape_of(other)))
+    refuse_bool_product("cross", input, other)
+    shape = tuple(broadcast_shape("cross", shape_of(input), shape_of(other)))
     if dim is None:
         sizes = [i for i, s in enumerate(shape) if s == 3]
         if not sizes:
