@@ -259,6 +259,24 @@ class _Ragged(mg.data.Dataset):
     (lambda: F.scatter_add(mg.ones((3, 4)), 1, mg.tensor(np.zeros((3, 2), np.int64)),
                            mg.ones(7)), ValueError, "^scatter_add: index must have the same "
      "number of dimensions as src"),
+    # out-of-range axes wrapped around silently (axis 5 of a 3-D tensor contracted axis 2)
+    (lambda: F.tensordot(mg.ones((2, 3, 4)), mg.ones((4, 5)), ([5], [0])), ValueError,
+     "^tensordot: axis 5 is out of range"),
+    (lambda: F.nn.cross_entropy(mg.ones((2, 3, 4)), mg.tensor(np.zeros((2, 4), np.int64)),
+                                axis=4, with_logits=False), ValueError,
+     "^cross_entropy: axis 4 is out of range"),
+    (lambda: F.embedding(mg.tensor(np.array([0])), mg.tensor(1.0)), ValueError,
+     "^embedding: weight must be 2-D"),
+    (lambda: F.nll_loss(mg.ones((3, 4)), mg.tensor(np.zeros(3, np.int64)), weight=mg.ones(5)),
+     ValueError, r"^nll_loss: weight must have shape \(4,\)"),
+    (lambda: F.binary_cross_entropy(mg.ones((3, 4)) * 0.5, mg.ones((3, 4)),
+                                    weight=mg.ones((2, 4))), ValueError,
+     r"^binary_cross_entropy \(weight\): shapes"),
+    (lambda: F.interpolate(mg.ones((1, 1, 0, 4)), size=(2, 2)), ValueError,
+     "^interpolate: the spatial input sizes must be positive"),
+    (lambda: F.split(mg.tensor(1.0), 1), ValueError, "^split: expects at least a 1-D"),
+    (lambda: F.pad(mg.ones((0, 2)), 1, mode="reflect"), ValueError,
+     "^pad: mode 'reflect' cannot pad the empty axis 0"),
 ])
 def test_errors_name_the_op(fn, err, match):
     with pytest.raises(err, match=match):

@@ -258,3 +258,18 @@ def test_addr_of_bools_is_logical_as_in_pytorch():
     out = addr(mg.tensor(np.zeros((2, 3), bool)), u, v)
     assert out.dtype == np.bool_
     assert out.numpy().tolist() == [[True, True, False], [False, False, False]]
+
+
+def test_zero_d_cases_pytorch_computes():
+    # false alarms found by the wrong-operand sweep: PyTorch computes all three
+    import minigrad.functional as F
+
+    x = mg.tensor(np.arange(12.0).reshape(3, 4))
+    assert F.index_select(x, 1, mg.tensor(np.array(2))).numpy().tolist() == [[2.0], [6.0], [10.0]]
+    s = mg.tensor(5.0, requires_grad=True)
+    picked = F.index_select(s, 0, mg.tensor(np.array([0])))
+    picked.backward()
+    assert picked.shape == () and picked.item() == 5.0 and s.grad.item() == 1.0
+    assert F.squeeze(mg.tensor(5.0), 0).shape == ()
+    empty = F.cross_entropy(mg.ones((0, 0)), mg.tensor(np.zeros(0, np.int64)))
+    assert np.isnan(empty.item())

@@ -14,7 +14,7 @@ import math
 
 from ..tensor import Tensor
 from ._composite import composite
-from ._utils import op_error
+from ._utils import normalize_axis, op_error
 from .linalg import Dot, MatMul, einsum, matmul
 
 __all__ = [
@@ -266,8 +266,11 @@ def tensordot(a: Tensor, b: Tensor, dims=2) -> Tensor:
         axes_b = list(range(dims))
     else:
         axes_a, axes_b = ([d] if isinstance(d, int) else list(d) for d in dims)
-        axes_a = [d % a.ndim for d in axes_a]
-        axes_b = [d % b.ndim for d in axes_b]
+        # out-of-range axes raise (PyTorch's "Dimension out of range"), they never wrap around
+        _need("tensordot", (a.ndim or not axes_a) and (b.ndim or not axes_b),
+              "a 0-d tensor has no axis to contract", a=a, b=b)
+        axes_a = [normalize_axis(d, a.ndim, "tensordot") for d in axes_a]
+        axes_b = [normalize_axis(d, b.ndim, "tensordot") for d in axes_b]
     if len(axes_a) != len(axes_b) or any(a.shape[i] != b.shape[j]
                                          for i, j in zip(axes_a, axes_b)):
         raise op_error("tensordot", "contracted axes must pair up with equal sizes",
@@ -290,7 +293,8 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
         input1: ``(..., in1)``; input2: ``(..., in2)`` with the same leading dims.
         weight: ``(out, in1, in2)``; bias: optional ``(out,)``.
     """
-    _need("bilinear", weight.ndim == 3 and input1.shape[-1] == weight.shape[1]
+    _need("bilinear", weight.ndim == 3 and input1.ndim >= 1 and input2.ndim >= 1
+          and input1.shape[-1] == weight.shape[1]
           and input2.shape[-1] == weight.shape[2] and input1.shape[:-1] == input2.shape[:-1]
           and (bias is None or bias.shape == (weight.shape[0],)),
           "expected input1 (..., in1), input2 (..., in2), weight (out, in1, in2), bias (out,)",

@@ -9,6 +9,7 @@ used when the backward is recorded (``create_graph=True``), so they differentiat
 
 from __future__ import annotations
 
+import math
 import warnings
 
 from .._backend import get_array_module
@@ -76,7 +77,8 @@ def _class_rows(x, axis):
     """Move the class axis last and flatten: (M, C) rows and the per-row (target) shape."""
     xp = get_array_module(x)
     xm = xp.moveaxis(x, axis, -1) if axis != x.ndim - 1 else x
-    return xm.reshape(-1, xm.shape[-1]), xm.shape[:-1]
+    # the row count spelled out: -1 is ambiguous when there are no classes (an empty input)
+    return xm.reshape(math.prod(xm.shape[:-1]), xm.shape[-1]), xm.shape[:-1]
 
 
 def _unrows(g, x_shape, axis):
@@ -97,6 +99,9 @@ def _targets(op, t, rows_shape, classes, ignore_index, weight, dtype):
     if tuple(t.shape) != tuple(rows_shape):
         raise op_error(op, "target shape must be the input shape without the class axis",
                        target_shape=t.shape, expected=tuple(rows_shape))
+    if weight is not None and weight.shape != (classes,):
+        raise op_error(op, f"weight must have shape ({classes},), one entry per class",
+                       weight_shape=weight.shape)
     t = t.reshape(-1)
     valid = t != ignore_index
     ts = xp.where(valid, t, 0)
@@ -135,7 +140,8 @@ class CrossEntropy(Function):
         acc = acc_dtype(x.dtype)
         z, rows_shape = _class_rows(x.astype(acc, copy=False), axis)
         classes = z.shape[1]
-        m = z.max(axis=1, keepdims=True)
+        # no classes: no max to take (NumPy refuses); the empty sum's log is -inf
+        m = z.max(axis=1, keepdims=True) if classes else xp.zeros((z.shape[0], 1), acc)
         lse = m + xp.log(xp.exp(z - m).sum(axis=1, keepdims=True))
         if weight is not None and weight.shape != (classes,):
             raise op_error("cross_entropy", f"weight must have shape ({classes},), one entry "
@@ -551,6 +557,12 @@ def _pointwise(cls, op, input, target, reduction, **params):
     _check_reduction(op, reduction)
     target = _as_tensor(target, input)
     _check_shapes(op, input, target)
+    for name in ("weight", "pos_weight"):
+        w = params.get(name)
+        if w is not None and broadcast_shape(f"{op} ({name})", input.shape, w.shape) != \
+                input.shape:
+            raise op_error(op, f"{name} must broadcast to the input's shape",
+                           input_shape=input.shape, **{f"{name}_shape": w.shape})
     return cls.apply(input, target, reduction=reduction, **params)
 
 

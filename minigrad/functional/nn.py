@@ -24,6 +24,7 @@ from .loss import cross_entropy as _cross_entropy
 from .normalization import batch_norm, group_norm, layer_norm
 from .recurrent import gru_cell, lstm_cell, rnn_tanh_cell
 from .sparse import dropout, embedding
+from ._utils import normalize_axis
 
 __all__ = [
     "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits",
@@ -66,8 +67,10 @@ def _cross_entropy_of_probabilities(p, label, axis, smoothing, reduction, kwargs
     from .shape import permute
 
     logp = log(p)
-    if p.ndim > 1 and axis % p.ndim != 1:  # the class axis to 1, where nll_loss wants it
-        order = [0, axis % p.ndim] + [d for d in range(1, p.ndim) if d != axis % p.ndim]
+    axis = normalize_axis(axis, p.ndim, "cross_entropy")
+    if p.ndim > 1 and axis != 1:  # the class axis to 1, where nll_loss wants it
+        others = [d for d in range(p.ndim) if d != axis]
+        order = others[:1] + [axis] + others[1:]
         logp = permute(logp, order)      # index labels keep their order: p's shape minus axis
         if label.shape == p.shape:
             label = permute(label, order)

@@ -166,7 +166,7 @@ def _check(op, x, hs, w_ih, w_hh, b_ih, b_hh, gates):
     for t in (x, w_ih, w_hh):
         check_floating(op, t)
     h = hs[0]
-    size = h.shape[-1]
+    size = h.shape[-1] if h.ndim else -1   # a 0-d state fails the check below, named
     ok = (x.ndim in (1, 2) and h.ndim == x.ndim and all(s.shape == h.shape for s in hs)
           and w_ih.shape == (gates * size, x.shape[-1]) and w_hh.shape == (gates * size, size)
           and (x.ndim == 1 or x.shape[0] == h.shape[0])

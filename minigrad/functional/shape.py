@@ -184,7 +184,7 @@ def squeeze(x: Tensor, axis=None) -> Tensor:
     if axis is None:
         axes = tuple(i for i, s in enumerate(x.shape) if s == 1)
     else:
-        axes = normalize_axes(axis, x.ndim, "squeeze")
+        axes = normalize_axes(axis, x.ndim, "squeeze") if x.ndim else ()  # 0-d: nothing to do
         for a in axes:
             if x.shape[a] != 1:
                 raise op_error("squeeze", f"axis {a} has size {x.shape[a]}, not 1",
@@ -312,6 +312,8 @@ def split(x: Tensor, nsplits_or_sections, axis: int = 0) -> list:
     Returns:
         A list of Tensors.
     """
+    if x.ndim == 0:
+        raise op_error("split", "expects at least a 1-D tensor; reshape a 0-d one first")
     axis = normalize_axis(axis, x.ndim, "split")
     n = x.shape[axis]
     if isinstance(nsplits_or_sections, int):
@@ -350,7 +352,10 @@ class GetItem(Function):
 
     def forward(self, x, index, advanced, has_int):
         self.in_shape, self.index, self.has_int = x.shape, index, has_int
-        return x[index]
+        try:
+            return x[index]
+        except IndexError as e:  # still an IndexError (iteration relies on it), named
+            raise IndexError(f"getitem: {e} (tensor shape={x.shape})") from None
 
     def backward(self, gy):
         return GetItemBackward.apply(gy, shape=self.in_shape, index=self.index,
@@ -448,6 +453,10 @@ def pad(x: Tensor, pad_width, mode: str = "constant", value: float = 0.0) -> Ten
     # Other modes are gathers along each padded axis, so their gradient is a scatter-add.
     for axis, (b, a) in enumerate(widths):
         if b or a:
+            if x.shape[axis] == 0:
+                raise op_error("pad", f"mode {mode!r} cannot pad the empty axis {axis} (there "
+                               "is nothing to reflect or repeat); use mode='constant'",
+                               shape=x.shape)
             idx = np.pad(np.arange(x.shape[axis]), (b, a), mode=mode)
             x = index_select(x, axis, idx)
     return x
@@ -617,12 +626,18 @@ class IndexSelectBackward(Function):
 
 
 def index_select(x: Tensor, axis: int, index) -> Tensor:
-    """Pick entries ``index`` (1-D integers, may repeat) along ``axis``."""
+    """Pick entries ``index`` (1-D or 0-d integers, may repeat) along ``axis``; as in PyTorch a
+    0-d ``x`` is a vector of one entry, and ``index`` must then hold one value."""
     axis = normalize_axis(axis, x.ndim, "index_select")
     idx = _index_array(index, x, "index_select")
-    if idx.ndim != 1:
-        raise op_error("index_select", "index must be 1-D", index_shape=idx.shape)
-    return IndexSelect.apply(x, const(idx), axis=axis)
+    if idx.ndim > 1:
+        raise op_error("index_select", "index must be 1-D or 0-d", index_shape=idx.shape)
+    if x.ndim == 0:
+        if idx.size != 1:
+            raise op_error("index_select", "a 0-d input takes exactly one index",
+                           index_shape=idx.shape)
+        return IndexSelect.apply(x.reshape((1,)), const(idx.reshape(1)), axis=0).reshape(())
+    return IndexSelect.apply(x, const(idx.reshape(-1)), axis=axis)
 
 
 class ScatterAdd(Function):

@@ -115,6 +115,9 @@ def embedding(indices: Tensor, weight: Tensor, padding_idx: int | None = None) -
     Returns:
         A Tensor of dtype ``weight.dtype``.
     """
+    if weight.ndim != 2:
+        raise op_error("embedding", "weight must be 2-D (num_embeddings, dim)",
+                       weight_shape=weight.shape)
     if padding_idx is not None:
         n = weight.shape[0]
         if not -n <= padding_idx < n:

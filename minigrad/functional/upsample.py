@@ -153,6 +153,8 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         raise op_error(op, "pass exactly one of size and scale_factor", size=size,
                        scale_factor=scale_factor)
     in_sizes = input.shape[2:]
+    if min(in_sizes) < 1:   # as PyTorch; an empty batch or channel axis is fine
+        raise op_error(op, "the spatial input sizes must be positive", input=input.shape)
     sizes = _per_axis(size, nd, "size")
     factors = _per_axis(scale_factor, nd, "scale_factor")
     if sizes is None:
