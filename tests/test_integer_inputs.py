@@ -55,3 +55,13 @@ def test_integer_and_bool_results_follow_pytorch():
     assert sq.dtype == mg.int64 and sq.numpy().tolist() == [1, 0]
     sg = F.sign(mg.tensor([True, False]))
     assert sg.dtype == mg.bool_ and sg.numpy().tolist() == [True, False]
+
+
+@pytest.mark.parametrize("op,expected", [("prod", 720), ("cumsum", [[1, 3, 6], [4, 9, 15]]),
+                                         ("cumprod", [[1, 2, 6], [4, 20, 120]])])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.int64])
+def test_integer_products_and_scans_are_int64_like_sum(op, expected, dtype):
+    # sum's sibling rule: NumPy gives uint8 inputs uint64; PyTorch (and minigrad) int64
+    x = mg.tensor(np.array([[1, 2, 3], [4, 5, 6]], dtype))
+    y = getattr(F, op)(x) if op == "prod" else getattr(F, op)(x, 1)
+    assert y.dtype == np.int64 and y.numpy().tolist() == expected

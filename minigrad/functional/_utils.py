@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._backend import get_array_module
-from .._backend.dtypes import bfloat16, float32, float64, is_floating
+from .._backend.dtypes import bfloat16, float32, float64, int64, is_floating
 from .._backend.indexing import (  # noqa: F401  (re-exported for the op families)
     check_index_range,
     poison,
@@ -125,6 +125,12 @@ def as_operand(x, op: str):
 def acc_dtype(dtype):
     """Accumulation dtype: float64 stays, every other float (and ints) accumulates in float32."""
     return float64 if dtype == float64 else float32
+
+
+def product_acc_dtype(dtype):
+    """What prod, cumsum and cumprod accumulate in: floats as :func:`acc_dtype`, integers and
+    bools in int64 as in PyTorch (NumPy would give unsigned inputs uint64)."""
+    return int64 if dtype.kind in "biu" else acc_dtype(dtype)
 
 
 def normalize_axis(axis: int, ndim: int, op: str) -> int:

@@ -13,22 +13,16 @@ not differentiable a second time.
 from __future__ import annotations
 
 from .._backend import get_array_module
-from .._backend.dtypes import float32, float64
 from ..autodiff.function import Function
 from ..autodiff.grad_mode import grad_enabled
 from ..tensor import Tensor
 from ._axes import check_axis
-from ._utils import check_floating
+from ._utils import acc_dtype, check_floating
 
 __all__ = ["log_softmax", "softmax"]
 
 
 # --------------------------------------------------------------------------- shared helpers
-def acc_dtype(dtype):
-    """The accumulation dtype of a floating dtype: float64 stays, everything else float32."""
-    return float64 if dtype == float64 else float32
-
-
 def softmax_array(x, axis):
     """Max-subtracted softmax of an array, computed and returned in ``acc_dtype(x.dtype)``."""
     xp = get_array_module(x)

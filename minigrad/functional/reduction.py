@@ -16,7 +16,7 @@ from .._backend.kernels import sum_fp32
 from ..autodiff.function import Function
 from ..tensor import Tensor
 from ._axes import check_axis, reduction_axes
-from ._utils import acc_dtype, check_floating, const, fast_backward, op_error
+from ._utils import acc_dtype, check_floating, const, fast_backward, op_error, product_acc_dtype
 from .elementwise import abs as _abs
 from .elementwise import exp as _exp
 from .elementwise import pow as _pow
@@ -273,8 +273,8 @@ class Prod(Function):
         xp = get_array_module(x)
         self.axes = _axes(axis, x.ndim, "prod")
         self.keepdims, self.in_shape = keepdims, x.shape
-        acc = acc_dtype(x.dtype) if x.dtype.kind not in "biu" else None
-        y = _to_dtype(xp.prod(x, axis=self.axes, keepdims=keepdims, dtype=acc), x.dtype)
+        y = _to_dtype(xp.prod(x, axis=self.axes, keepdims=keepdims,
+                              dtype=product_acc_dtype(x.dtype)), x.dtype)
         self.save_for_backward(x, y)
         return y
 

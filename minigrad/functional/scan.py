@@ -10,7 +10,7 @@ from .._backend import get_array_module
 from ..autodiff.function import Function
 from ..tensor import Tensor
 from ._axes import check_axis
-from ._utils import acc_dtype, const, fast_backward, normalize_axis
+from ._utils import acc_dtype, const, fast_backward, normalize_axis, product_acc_dtype
 from .reduction import _to_dtype
 
 __all__ = ["cumprod", "cumsum"]
@@ -26,8 +26,7 @@ class CumSum(Function):
     def forward(self, x, axis):
         self.axis = axis
         xp = get_array_module(x)
-        acc = acc_dtype(x.dtype) if x.dtype.kind not in "biu" else None
-        return _to_dtype(xp.cumsum(x, axis=axis, dtype=acc), x.dtype)
+        return _to_dtype(xp.cumsum(x, axis=axis, dtype=product_acc_dtype(x.dtype)), x.dtype)
 
     def backward(self, gy):
         # The adjoint of a prefix sum is a suffix sum: flip, cumsum, flip.
@@ -42,9 +41,7 @@ class CumProd(Function):
     def forward(self, x, axis):
         self.axis = axis
         xp = get_array_module(x)
-        acc = acc_dtype(x.dtype) if x.dtype.kind not in "biu" else None
-        y = xp.cumprod(x, axis=axis, dtype=acc)
-        y = y.astype(x.dtype, copy=False) if acc is not None else y
+        y = _to_dtype(xp.cumprod(x, axis=axis, dtype=product_acc_dtype(x.dtype)), x.dtype)
         self.save_for_backward(x, y)
         return y
 
