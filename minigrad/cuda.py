@@ -22,9 +22,7 @@ def is_available() -> bool:
 
 def device_count() -> int:
     """Number of visible GPUs (0 without CuPy or a GPU)."""
-    if not B.cuda_available():
-        return 0
-    return B.cupy.cuda.runtime.getDeviceCount()
+    return B.gpu_count()
 
 
 def synchronize() -> None:

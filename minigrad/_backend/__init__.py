@@ -17,7 +17,7 @@ from .dtypes import (
 )
 
 __all__ = [
-    "np", "get_array_module", "cupy", "cuda_available", "device_of", "device_scope",
+    "np", "get_array_module", "cupy", "cuda_available", "gpu_count", "device_of", "device_scope",
     "normalize_device",
     "DeviceMismatch", "device_mismatch",
     "to_device", "asarray", "from_dlpack", "bfloat16", "bool_", "float16", "float32", "float64",
@@ -42,6 +42,11 @@ def cuda_available() -> bool:
         except Exception:  # pragma: no cover
             _cuda_available = False
     return _cuda_available
+
+
+def gpu_count() -> int:
+    """Number of visible GPUs (0 without CuPy or a GPU)."""
+    return cupy.cuda.runtime.getDeviceCount() if cuda_available() else 0
 
 
 _ndarray = np.ndarray

@@ -17,15 +17,13 @@ from __future__ import annotations
 import numpy as np
 
 from . import cupy
+from .dtypes import acc_dtype
+from .fused import use_fused
 
 __all__ = ["moments", "scale_shift", "running_update", "affine_apply", "backward_sums",
            "grad_input"]
 
 _kernels: dict = {}
-
-
-def _acc(dtype):
-    return np.dtype(np.float64) if dtype == np.float64 else np.dtype(np.float32)
 
 
 # name -> (kind, inputs, output, map or elementwise expression); {A} is the accumulation type
@@ -67,15 +65,11 @@ def _kernel(name, acc):
     return k
 
 
-def _on_gpu(x) -> bool:
-    return type(x) is not np.ndarray and cupy is not None and isinstance(x, cupy.ndarray)
-
-
 def moments(x, axes):
     """``(mean, var)`` over ``axes`` (kept as size-1 dims), in the accumulation dtype; ``var``
     is the biased two-pass variance ``mean((x - mean)^2)``."""
-    acc = _acc(x.dtype)
-    if _on_gpu(x):
+    acc = acc_dtype(x.dtype)
+    if use_fused(x):
         mean = _kernel("mean", acc)(x, axis=axes, keepdims=True)
         centred = _kernel("centre", acc)(x, mean)
         return mean, _kernel("sq_mean", acc)(centred, axis=axes, keepdims=True)
@@ -89,10 +83,10 @@ def scale_shift(mean, var, eps, weight=None, bias=None):
     """Per-channel ``(invstd, scale, shift)``: ``invstd = 1 / sqrt(var + eps)``, ``scale =
     invstd * weight`` and ``shift = bias - mean * scale`` (weight 1 and bias 0 when None)."""
     acc = mean.dtype
-    if _on_gpu(mean) and weight is not None and bias is not None:  # one launch for all three
+    if use_fused(mean) and weight is not None and bias is not None:  # one launch for all three
         return _kernel("scale_shift", acc)(mean, var, weight.astype(acc, copy=False).reshape(
             mean.shape), bias.astype(acc, copy=False).reshape(mean.shape), acc.type(eps))
-    xp = cupy if _on_gpu(mean) else np
+    xp = cupy if use_fused(mean) else np
     invstd = 1.0 / xp.sqrt(var + eps)
     scale = invstd if weight is None else invstd * weight.astype(acc).reshape(mean.shape)
     shift = -mean * scale
@@ -105,7 +99,7 @@ def running_update(running, stat, momentum, correction=1.0):
     """``running = running * (1 - momentum) + stat * correction * momentum`` in place (the
     running-statistics update; ``correction`` turns a biased variance unbiased)."""
     stat = stat.reshape(running.shape)
-    if _on_gpu(running):
+    if use_fused(running):
         acc = stat.dtype
         _kernel("running", acc)(stat, acc.type(1.0 - momentum), acc.type(correction * momentum),
                                 running)
@@ -116,14 +110,14 @@ def running_update(running, stat, momentum, correction=1.0):
 
 def affine_apply(x, scale, shift):
     """``x * scale + shift`` computed in ``scale``'s dtype and rounded once to ``x``'s."""
-    if _on_gpu(x):
+    if use_fused(x):
         return _kernel("affine", scale.dtype)(x, scale, shift)
     return (x.astype(scale.dtype, copy=False) * scale + shift).astype(x.dtype, copy=False)
 
 
 def backward_sums(gy, x, mean, axes):
     """``(sum(gy), sum(gy * (x - mean)))`` over ``axes`` (kept), in ``mean``'s dtype."""
-    if _on_gpu(x):
+    if use_fused(x):
         centred = _kernel("centre", mean.dtype)(x, mean)
         return (_kernel("sum", mean.dtype)(gy, axis=axes, keepdims=True),
                 _kernel("dot", mean.dtype)(gy, centred, axis=axes, keepdims=True))
@@ -135,7 +129,7 @@ def backward_sums(gy, x, mean, axes):
 def grad_input(gy, x, mean, k, a, b):
     """``k * (gy - a - (x - mean) * b)`` in ``mean``'s dtype, rounded once to ``x``'s dtype
     (per-channel ``k, a, b`` broadcast like ``mean``)."""
-    if _on_gpu(x):
+    if use_fused(x):
         return _kernel("grad_input", mean.dtype)(gy, x, mean, k, a, b)
     acc = mean.dtype
     gx = k * (gy.astype(acc, copy=False) - a - (x.astype(acc, copy=False) - mean) * b)

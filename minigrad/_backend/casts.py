@@ -14,6 +14,7 @@ import numpy as np
 
 from . import cupy
 from .dtypes import bfloat16, float16, float32
+from .fused import use_fused
 
 __all__ = ["astype"]
 
@@ -56,7 +57,7 @@ def _kernel(low, widen: bool):
 
 
 def _vectorisable(x, dtype) -> bool:
-    if type(x) is np.ndarray or cupy is None or not isinstance(x, cupy.ndarray):
+    if not use_fused(x):
         return False
     pair = (x.dtype, dtype)
     if pair not in ((float32, float16), (float32, bfloat16), (float16, float32),

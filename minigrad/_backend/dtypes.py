@@ -55,6 +55,12 @@ def is_low_precision(dtype) -> bool:
     return dtype in _LOW
 
 
+def acc_dtype(dtype) -> np.dtype:
+    """The accumulation dtype (invariant 3): float64 stays, every other dtype float32. Ops,
+    fused kernels and optimizer state all use this one rule."""
+    return float64 if dtype == float64 else float32
+
+
 def widest_float(dtypes) -> np.dtype:
     """The widest floating dtype among ``dtypes``; float16 with bfloat16 widens to float32."""
     widest = None

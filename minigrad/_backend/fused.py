@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from . import cuda_graph, cupy, multi_tensor
-from .dtypes import float32, float64
+from .dtypes import acc_dtype, float32, float64
 
 __all__ = ["use_fused", "unscale_and_check", "unscale_inplace_and_check", "sgd_update",
            "sgd_update_many", "adam_update", "scale_update"]
@@ -35,8 +35,6 @@ def use_fused(array) -> bool:
     return type(array) is not _ndarray and cupy is not None and isinstance(array, cupy.ndarray)
 
 
-def _compute_dtype(dtype):
-    return float64 if dtype == float64 else float32
 
 
 # ----------------------------------------------------------------------------- unscale + check
@@ -233,7 +231,7 @@ def sgd_update(param, grad, momentum_buf, lr, momentum, dampening, weight_decay,
     first = momentum != 0 and momentum_buf is None
     cuda_graph.note_host_values("sgd", lr, momentum, dampening, weight_decay, nesterov, first)
     if first:
-        momentum_buf = _zeros_like_param(param, param.shape, _compute_dtype(param.dtype))
+        momentum_buf = _zeros_like_param(param, param.shape, acc_dtype(param.dtype))
     if use_fused(param):
         _sgd_cupy(param, grad, momentum_buf, lr, momentum, dampening, weight_decay, nesterov,
                   found_inf, first)
@@ -267,7 +265,7 @@ def sgd_update_many(params, grads, bufs, lr, momentum, dampening, weight_decay, 
 
 
 def _sgd_numpy(param, grad, buf, lr, momentum, dampening, wd, nesterov, first):
-    c = _compute_dtype(param.dtype)
+    c = acc_dtype(param.dtype)
     exact = param.dtype == c  # update in place; else compute in c and round once
     w = param if exact else param.astype(c)
     d = grad.astype(c, copy=False)
@@ -380,7 +378,7 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta
 
 
 def _adam_numpy(param, grad, m, v, vmax, s, decoupled, amsgrad):
-    c = _compute_dtype(param.dtype)
+    c = acc_dtype(param.dtype)
     exact = param.dtype == c  # update in place; else compute in c and round once
     w = param if exact else param.astype(c)
     d = grad.astype(c, copy=False)

@@ -49,7 +49,7 @@ class _Group:
         node = comm.Split_type(MPI.COMM_TYPE_SHARED)
         self.local_rank, local_size = node.Get_rank(), node.Get_size()
         node.Free()
-        gpus = _gpu_count()
+        gpus = B.gpu_count()
         if backend == "auto":  # NCCL needs a GPU of its own per rank on each machine
             backend = "nccl" if 0 < local_size <= gpus else "mpi"
         if backend == "nccl" and local_size > gpus:
@@ -87,12 +87,6 @@ def _abort_on_error(exc_type, exc, tb):
     print(f"minigrad.distributed: rank {MPI.COMM_WORLD.Get_rank()} raised {exc_type.__name__}; "
           "aborting all ranks (MPI Abort)", file=sys.stderr, flush=True)
     MPI.COMM_WORLD.Abort(1)
-
-
-def _gpu_count() -> int:
-    if not B.cuda_available():
-        return 0
-    return B.cupy.cuda.runtime.getDeviceCount()
 
 
 def init_process_group(backend: str = "auto") -> None:

@@ -83,14 +83,15 @@ class Bucket:
                 or flat.size != size:
             flat = xp.empty(size, dtype)
         self.local_missing = False
+        flat[self.numel:] = 1   # one write for the slots, not a GPU launch per item
         with np.errstate(over="ignore"):  # a compressed overflow is inf, for the scaler to see
             for i, ((_, off, n, _), g) in enumerate(zip(self.items, grads)):
                 if g is None:
                     flat[off:off + n] = 0
+                    flat[self.numel + i] = 0
                     self.local_missing = True
                 else:
                     flat[off:off + n] = g.reshape(-1)
-                flat[self.numel + i] = g is not None
         self.flat = flat
         self.work = group.for_array(flat).iallreduce(flat, "sum")
         stats.comm_seconds += time.perf_counter() - t0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._backend import get_array_module
-from .._backend.dtypes import bfloat16, float32, float64, int64, is_floating
+from .._backend.dtypes import acc_dtype, bfloat16, int64, is_floating
 from .._backend.indexing import (  # noqa: F401  (re-exported for the op families)
     check_index_range,
     poison,
@@ -120,11 +120,6 @@ def as_operand(x, op: str):
         return const(np.asarray(x))
     raise TypeError(f"{op}: unsupported operand type {type(x).__name__}; pass a Tensor, an "
                     "array or a Python number")
-
-
-def acc_dtype(dtype):
-    """Accumulation dtype: float64 stays, every other float (and ints) accumulates in float32."""
-    return float64 if dtype == float64 else float32
 
 
 def product_acc_dtype(dtype):

@@ -15,18 +15,12 @@ import weakref
 
 from .. import _backend as B
 from .._backend import fused
-from .._backend.dtypes import is_floating
+from .._backend.dtypes import acc_dtype, is_floating
 from ..tensor import Tensor
 
 __all__ = ["Optimizer"]
 
-_f32 = B.float32
-_f64 = B.float64
-
-
-def state_dtype(dtype):
-    """The dtype optimizer state and update math use for a parameter of ``dtype``."""
-    return _f64 if dtype == _f64 else _f32
+state_dtype = acc_dtype  # optimizer state and update math: the accumulation dtype
 
 
 class Optimizer:
