@@ -19,6 +19,7 @@ from ._backend.dtypes import (
     float32,
     float_result_type,
     is_floating,
+    is_numeric,
     normalize_dtype,
     result_type,
 )
@@ -85,7 +86,7 @@ class Tensor:
         if device is None:
             device = B.device_of(data.data if isinstance(data, Tensor) else data)
         self.data = _to_array(data, dtype, B.normalize_device(device), copy)
-        if self.data.dtype.kind not in "biuf" and not is_floating(self.data.dtype):
+        if not is_numeric(self.data.dtype):
             raise TypeError(
                 f"tensor: unsupported dtype {self.data.dtype} (from {type(data).__name__}); "
                 "tensors hold bool, integer or floating data -- convert strings/objects first")
@@ -312,9 +313,7 @@ class Tensor:
                 f"{what}: in-place modification of a tensor that requires grad (shape "
                 f"{self.shape}) while recording; wrap it in `with mg.no_grad():` or use the "
                 "out-of-place op")
-        d = self.data
-        if not getattr(d.flags, "writeable", True) or any(
-                st == 0 and n > 1 for st, n in zip(d.strides, d.shape)):
+        if B.is_shared_memory(self.data):
             # read-only memory, or an expanded (broadcast) view whose elements share memory
             raise RuntimeError(
                 f"{what}: this tensor (shape {self.shape}) is read-only or an expanded view in "

@@ -17,7 +17,8 @@ from .dtypes import (
 )
 
 __all__ = [
-    "np", "get_array_module", "cupy", "cuda_available", "gpu_count", "device_of", "device_scope",
+    "np", "get_array_module", "cupy", "cuda_available", "gpu_count", "is_shared_memory",
+    "device_of", "device_scope",
     "normalize_device",
     "DeviceMismatch", "device_mismatch",
     "to_device", "asarray", "from_dlpack", "bfloat16", "bool_", "float16", "float32", "float64",
@@ -42,6 +43,13 @@ def cuda_available() -> bool:
         except Exception:  # pragma: no cover
             _cuda_available = False
     return _cuda_available
+
+
+def is_shared_memory(a) -> bool:
+    """Whether writing into array ``a`` is unsafe: read-only memory, or a broadcast view whose
+    elements share memory (a zero stride over more than one element)."""
+    return not getattr(a.flags, "writeable", True) or any(
+        st == 0 and n > 1 for st, n in zip(a.strides, a.shape))
 
 
 def gpu_count() -> int:

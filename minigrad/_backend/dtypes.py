@@ -50,6 +50,11 @@ def is_floating(dtype) -> bool:
     return dtype in _FLOATS
 
 
+def is_numeric(dtype) -> bool:
+    """bool, integer or floating (bfloat16 included): what a tensor may hold."""
+    return np.dtype(dtype).kind in "biuf" or is_floating(dtype)
+
+
 def is_low_precision(dtype) -> bool:
     """True for the two AMP dtypes, float16 and bfloat16."""
     return dtype in _LOW

@@ -142,8 +142,7 @@ def matmul(a, b):
         if is_low_precision(a.dtype) or is_low_precision(b.dtype):
             # mixed dtypes compute in the widest float, as on the GPU (float16 with bfloat16:
             # float32, where NumPy has no rule)
-            out_dtype = a.dtype if a.dtype == b.dtype else (
-                widest_float((a.dtype, b.dtype)) or np.result_type(a.dtype, b.dtype))
+            out_dtype = widest_float((a.dtype, b.dtype))
             last_matmul_path["path"] = "cpu-emulated-fp32-accumulate"
             return np.matmul(a.astype(float32), b.astype(float32)).astype(out_dtype)
         last_matmul_path["path"] = "cpu"

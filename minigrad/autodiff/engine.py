@@ -11,6 +11,7 @@ from contextvars import ContextVar
 
 import numpy as np
 
+from .._backend import is_shared_memory
 from .._backend.dtypes import is_floating
 from ..tensor import Tensor
 from .function import dispatch_hooks, dispatch_policy
@@ -241,9 +242,7 @@ def _own_grad(g, owners: set, is_seed: bool):
     in-place unscale or ``p.grad.mul_`` changes one parameter's gradient only)."""
     a = g.data
     owner = a.base if getattr(a, "base", None) is not None else a
-    flags = a.flags
-    shared = (is_seed or id(owner) in owners or not getattr(flags, "writeable", True)
-              or any(st == 0 and n > 1 for st, n in zip(a.strides, a.shape)))
+    shared = is_seed or id(owner) in owners or is_shared_memory(a)
     if shared:
         a = a.copy()
         g = Tensor._make(a, g.requires_grad, g.creator, g._out_index)

@@ -97,10 +97,6 @@ def _wide(x):
     return x if x.dtype == float64 or x.dtype == float32 else x.astype(float32)
 
 
-def _wide_dtype(dtype):
-    return dtype if dtype == float64 or dtype == float32 else float32
-
-
 # --------------------------------------------------------------------------- arithmetic
 class Add(Function):
     name = "add"
@@ -719,7 +715,7 @@ class GELU(Function):
         if self.approximate == "tanh":
             # In float32 (x**3 overflows float16 from |x| ~ 40), and where tanh has saturated the
             # x * sech^2 * du term is 0, not inf * 0 (PyTorch's derivative there is 0 or 1).
-            xw = x.astype(_wide_dtype(x.dtype)) if x.dtype != _wide_dtype(x.dtype) else x
+            xw = _wide(x)
             u = (xw + xw * xw * xw * 0.044715) * self._K
             t = tanh(u)
             sech2 = 1 - t * t

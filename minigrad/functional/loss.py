@@ -89,6 +89,12 @@ def _unrows(g, x_shape, axis):
     return xp.moveaxis(g, -1, axis) if axis != len(x_shape) - 1 else g
 
 
+def _check_class_weight(op, weight, classes, **shapes):
+    if weight is not None and weight.shape != (classes,):
+        raise op_error(op, f"weight must have shape ({classes},), one entry per class",
+                       weight_shape=weight.shape, **shapes)
+
+
 def _targets(op, t, rows_shape, classes, ignore_index, weight, dtype):
     """Flattened safe targets, validity mask and per-row weights (zero where ignored)."""
     xp = get_array_module(t)
@@ -99,9 +105,7 @@ def _targets(op, t, rows_shape, classes, ignore_index, weight, dtype):
     if tuple(t.shape) != tuple(rows_shape):
         raise op_error(op, "target shape must be the input shape without the class axis",
                        target_shape=t.shape, expected=tuple(rows_shape))
-    if weight is not None and weight.shape != (classes,):
-        raise op_error(op, f"weight must have shape ({classes},), one entry per class",
-                       weight_shape=weight.shape)
+    _check_class_weight(op, weight, classes)
     t = t.reshape(-1)
     valid = t != ignore_index
     ts = xp.where(valid, t, 0)
@@ -140,12 +144,10 @@ class CrossEntropy(Function):
         acc = acc_dtype(x.dtype)
         z, rows_shape = _class_rows(x.astype(acc, copy=False), axis)
         classes = z.shape[1]
+        _check_class_weight("cross_entropy", weight, classes, input_shape=x.shape)
         # no classes: no max to take (NumPy refuses); the empty sum's log is -inf
         m = z.max(axis=1, keepdims=True) if classes else xp.zeros((z.shape[0], 1), acc)
         lse = m + xp.log(xp.exp(z - m).sum(axis=1, keepdims=True))
-        if weight is not None and weight.shape != (classes,):
-            raise op_error("cross_entropy", f"weight must have shape ({classes},), one entry "
-                           "per class", weight_shape=weight.shape, input_shape=x.shape)
         w = None if weight is None else weight.astype(acc)
         eps = label_smoothing
         self.probs = is_floating(target.dtype)

@@ -15,7 +15,7 @@ from itertools import count
 import numpy as np
 
 from .. import _backend as B
-from .._backend.dtypes import bfloat16, float16, float32, is_floating, normalize_dtype
+from .._backend.dtypes import bfloat16, float16, float32, is_floating, is_numeric, normalize_dtype
 from ..autodiff.function import dispatch_policy
 from ..tensor import Parameter, Tensor
 
@@ -387,7 +387,7 @@ class Module:
             if k in state_dict:
                 src = state_dict[k]
                 src = src.data if isinstance(src, Tensor) else np.asarray(src)
-                if src.dtype.kind not in "biuf" and not is_floating(src.dtype):
+                if not is_numeric(src.dtype):
                     raise TypeError(f"load_state_dict for {type(self).__name__}: {k} holds "
                                     f"{src.dtype} values; expected numbers for {t.dtype}")
                 ready[k] = B.to_device(src, t.device)
