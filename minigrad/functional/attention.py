@@ -24,13 +24,17 @@ def _t(a):
     return a.swapaxes(-1, -2)
 
 
+def _check_one_dtype(q, k, v):
+    if not q.dtype == k.dtype == v.dtype:
+        raise op_error("scaled_dot_product_attention", "q, k and v must share a dtype; cast "
+                       "them (or run under amp.autocast)", q=q.dtype, k=k.dtype, v=v.dtype)
+
+
 class ScaledDotProductAttention(Function):
     name = "scaled_dot_product_attention"
 
     def forward(self, q, k, v, mask, dropout_p, is_causal, scale):
-        if not q.dtype == k.dtype == v.dtype:
-            raise op_error("scaled_dot_product_attention", "q, k and v must share a dtype; cast "
-                           "them (or run under amp.autocast)", q=q.dtype, k=k.dtype, v=v.dtype)
+        _check_one_dtype(q, k, v)
         xp = get_array_module(q)
         s = _scores(q, k, mask, is_causal, scale)
         m = s.max(axis=-1, keepdims=True)
@@ -139,10 +143,9 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, attn_mask: Ten
             or k.shape[-2] != v.shape[-2]:
         raise op_error("scaled_dot_product_attention", "expects q (..., L, E), k (..., S, E), "
                        "v (..., S, Ev)", q_shape=q.shape, k_shape=k.shape, v_shape=v.shape)
-    if not q.dtype == k.dtype == v.dtype and dispatch_policy.get() is None:
+    if dispatch_policy.get() is None:
         # under autocast the policy casts q, k and v to one dtype first (checked in forward)
-        raise op_error("scaled_dot_product_attention", "q, k and v must share a dtype; cast "
-                       "them (or run under amp.autocast)", q=q.dtype, k=k.dtype, v=v.dtype)
+        _check_one_dtype(q, k, v)
     if is_causal and attn_mask is not None:
         raise op_error("scaled_dot_product_attention", "pass either attn_mask or is_causal, "
                        "not both (fold the causal mask into attn_mask)")

@@ -80,7 +80,7 @@ class Checkpoint(Function):
             raise RuntimeError(
                 "checkpoint: backward with create_graph=True (double backward) through a "
                 "checkpointed block is not supported; call the block without checkpoint")
-        fn, args, kwargs, amp_state, rng, _, watched = self.run
+        fn, args, kwargs, amp_state, rng, linked, watched = self.run
         for x, v in watched:  # every tensor the block read from outside, grad or not
             if x._version != v:
                 raise RuntimeError(
@@ -101,7 +101,7 @@ class Checkpoint(Function):
             if saved_rng is not None:
                 _random.set_state(saved_rng)
         outs = out if isinstance(out, (tuple, list)) else (out,)
-        outs = [outs[i] for i in self.run[5]]  # the outputs this node stands for
+        outs = [outs[i] for i in linked]  # the outputs this node stands for
         pairs = [(o, g) for o, g in zip(outs, grads) if o.requires_grad and g is not None]
         if not pairs:
             return (None,) * len(stand)
@@ -126,21 +126,16 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state: bool = T
     """
     if not grad_enabled.get():
         return function(*args, **kwargs)
-    used: dict = {}
     read: dict = {}    # every Tensor made outside that the block read (version-checked)
     made: set = set()  # ids of Tensors the block made
     for a in list(args) + list(kwargs.values()):
         if isinstance(a, Tensor):
             read.setdefault(id(a), a)
-            if a.requires_grad:
-                used.setdefault(id(a), a)
 
     def collect(phase, fn, inputs, outputs):
         for x in inputs:
             if isinstance(x, Tensor) and id(x) not in made:
                 read.setdefault(id(x), x)
-                if x.requires_grad:  # made outside: inside is no_grad
-                    used.setdefault(id(x), x)
         made.update(id(o) for o in outputs)
 
     amp_state = captured_state()
@@ -161,10 +156,11 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state: bool = T
     # Only outputs an op of the block made join the graph; a detached tensor, a constant or an
     # input handed straight back are returned as they are (PyTorch's checkpoint does the same).
     linked = [i for i, o in enumerate(outs) if id(o) in made]
+    used = [x for x in read.values() if x.requires_grad]  # the block's inputs in the graph
     if not used or not linked:
         return out
     arrays = tuple(outs[i].data for i in linked)
-    res = Checkpoint.apply(*used.values(),
+    res = Checkpoint.apply(*used,
                            run=(function, args, kwargs, amp_state, rng, linked,
                                 [(x, x._version) for x in read.values()]),
                            outputs=arrays if len(arrays) > 1 else arrays[0])
