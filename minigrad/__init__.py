@@ -1,32 +1,21 @@
 """minigrad: a tape-based autodiff framework over NumPy (CPU) and CuPy (GPU) with automatic mixed
 precision built into the engine."""
 
-import sys as _sys
-
 from . import _backend
 from ._backend.dtypes import (
     bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8,
 )
-from .tensor import (
-    Parameter, Tensor, arange, as_tensor, empty, eye, from_dlpack, from_numpy, full, full_like,
+from .core import Parameter, Tensor
+from .core.creation import (
+    arange, as_tensor, empty, eye, from_dlpack, from_numpy, full, full_like,
     linspace, manual_seed, normal, ones, ones_like, rand, randint, randn, tensor, uniform, zeros,
     zeros_like,
 )
 from .autodiff import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from . import autodiff, cuda, functional
+from . import autodiff, functional
 from .serialization import load, save
-from . import amp, data, hub, models, nn, optimizer
-from . import autograd, optim, utils
-
-# PyTorch spellings (thin aliases over minigrad's own objects, invariant 12).
-from .amp import (
-    autocast, clear_autocast_cache, get_autocast_dtype, is_autocast_available,
-    is_autocast_enabled, set_autocast_enabled,
-)
-
-cuda.amp = cuda._install_amp_namespace()
-nn.functional = functional  # torch.nn.functional
-_sys.modules[__name__ + ".nn.functional"] = functional
+from . import amp, data, hub, models, nn, optimizer, utils
+from . import compat  # the peers' spellings: mg.optim, mg.cuda, nn.Graph, amp.enabled, ...
 
 __version__ = "0.1.0"
 

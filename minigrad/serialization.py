@@ -33,7 +33,7 @@ import safetensors
 
 from . import _backend as B
 from ._backend.sync_debug import host_read
-from .tensor import Parameter, Tensor
+from .core.tensor import Parameter, Tensor
 
 __all__ = ["save", "load", "MAX_DEPTH"]
 

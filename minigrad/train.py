@@ -41,7 +41,8 @@ from .data.datasets import digits
 from .optimizer import SGD
 from .optimizer.lr_scheduler import CosineAnnealingLR
 from .serialization import load, save
-from .tensor import Tensor, manual_seed
+from .core.creation import manual_seed
+from .core.tensor import Tensor
 
 __all__ = ["main", "cli", "build_parser", "CHECKPOINT"]
 

@@ -12,10 +12,11 @@ import minigrad as mg
 import minigrad.functional as F
 from minigrad import amp
 from minigrad.autodiff import grad
-from minigrad.autodiff.function import Function, dispatch_hooks, dispatch_policy
+from minigrad.core.function import Function
+from minigrad.core.modes import dispatch_hooks, dispatch_policy
 
 # the submodule (the package attribute ``amp.autocast`` is the class)
-autocast_mod = importlib.import_module("minigrad.amp.autocast")
+autocast_mod = importlib.import_module("minigrad.precision.autocast")
 
 f16, bf16, f32, f64 = mg.float16, mg.bfloat16, mg.float32, mg.float64
 

@@ -7,7 +7,7 @@ import pytest
 
 import minigrad as mg
 from minigrad import amp, nn
-from minigrad.autodiff.function import dispatch_hooks
+from minigrad.core.modes import dispatch_hooks
 from minigrad.optimizer import SGD
 
 

@@ -6,7 +6,7 @@ import pytest
 import minigrad as mg
 import minigrad.nn as nn
 from minigrad import amp
-from minigrad.autodiff.function import dispatch_hooks, dispatch_policy
+from minigrad.core.modes import dispatch_hooks, dispatch_policy
 
 
 class Probe(nn.Module):

@@ -8,7 +8,7 @@ import pytest
 import minigrad as mg
 import minigrad.functional as F
 from minigrad import amp, nn
-from minigrad.autodiff.function import dispatch_hooks
+from minigrad.core.modes import dispatch_hooks
 
 
 @pytest.fixture(autouse=True)

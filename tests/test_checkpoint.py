@@ -10,7 +10,7 @@ import minigrad.functional as F
 from minigrad import amp, nn
 from minigrad._backend import random as mg_random
 from minigrad.autodiff import GradManager
-from minigrad.autodiff.function import dispatch_hooks
+from minigrad.core.modes import dispatch_hooks
 from minigrad.utils.checkpoint import checkpoint, checkpoint_sequential
 
 

@@ -26,7 +26,7 @@ def test_block_extraction():
 @pytest.fixture
 def clean_amp_state():
     from minigrad import amp
-    from minigrad.autodiff.function import dispatch_hooks
+    from minigrad.core.modes import dispatch_hooks
 
     yield
     amp.enabled = False

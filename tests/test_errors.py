@@ -199,7 +199,7 @@ def test_device_mismatch_message_is_a_pure_function():
 def test_failing_op_with_mixed_devices_names_both(monkeypatch):
     # Fake the devices: 2-D arrays "live on cuda:0". The op fails (a shape error here, a
     # NumPy/CuPy type error on a real machine) and the dispatcher names the devices.
-    from minigrad.autodiff import function
+    from minigrad.core import function
 
     monkeypatch.setattr(function, "_device_of", lambda a: "cuda:0" if a.ndim == 2 else "cpu")
     with pytest.raises(RuntimeError, match="add: expected all tensors on one device, but "

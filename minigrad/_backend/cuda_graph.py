@@ -305,7 +305,7 @@ class _CudaBackend:
 
 def _tensors(out) -> list:
     """The Tensors of a step's output (a Tensor, or nested tuples/lists/dicts of them)."""
-    from ..tensor import Tensor  # the tensor layer sits above the backend: imported on use
+    from ..core.tensor import Tensor  # the tensor layer sits above the backend: imported on use
 
     if isinstance(out, Tensor):
         return [out]

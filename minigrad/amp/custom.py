@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 
 from .._backend.dtypes import is_floating, normalize_dtype
-from .autocast import captured_state, replay_state
+from ..precision.autocast import captured_state, replay_state
 
 __all__ = ["custom_bwd", "custom_fwd"]
 

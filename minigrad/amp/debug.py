@@ -27,10 +27,10 @@ import numpy as np
 
 from .._backend import get_array_module
 from .._backend.dtypes import is_floating
-from ..autodiff.function import dispatch_hooks
-from ..autodiff.grad_mode import grad_enabled
+from ..core.modes import dispatch_hooks
+from ..core.modes import grad_enabled
 from ..nn.module import current_module_path
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import _ranks
 from .trace import backward_node, module_path_of
 

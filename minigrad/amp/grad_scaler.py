@@ -44,10 +44,11 @@ import numpy as np
 from .. import _backend as B
 from .._backend import fused
 from .._backend.sync_debug import host_read
-from ..autodiff.engine import default_grad
-from ..functional.cast import cast
+from ..core.engine import default_grad
+from ..core.cast import cast
 from ..optimizer.optimizer import mark_found_inf
-from ..tensor import Tensor, ones_like
+from ..core.tensor import Tensor
+from ..core.creation import ones_like
 from . import _ranks
 
 __all__ = ["GradScaler", "StaticGradScaler", "LazyStep"]

@@ -27,7 +27,7 @@ Parameters that already are float32/float64 are optimized directly (no copy).
 from __future__ import annotations
 
 from .. import _backend as B
-from ..tensor import Parameter, Tensor
+from ..core.tensor import Parameter, Tensor
 
 __all__ = ["MasterWeightOptimizer", "master_weights"]
 

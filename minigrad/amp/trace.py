@@ -1,7 +1,7 @@
 """``amp.trace()``: a per-op dtype trace of forward and backward, built on ``dispatch_hooks``.
 
 Every op goes through ``Function.apply`` (invariant 1), which calls the hooks in
-``minigrad.autodiff.function.dispatch_hooks`` after the op ran. A trace is one such hook: it
+``minigrad.core.function.dispatch_hooks`` after the op ran. A trace is one such hook: it
 records, per op, the module it ran in, its input dtypes (before autocast's casts), the dtype it
 computed in, its output dtypes and the rule that decided (policy row, region or global override,
 promotion, cast-cache hit, or "autocast off"). Nothing is installed outside a ``with
@@ -24,10 +24,10 @@ import numpy as np
 
 from .._backend.dtypes import is_floating
 from .._backend.sync_debug import host_read
-from ..autodiff.engine import current_backward_node
-from ..autodiff.function import dispatch_hooks, dispatch_policy
+from ..core.modes import current_backward_node
+from ..core.modes import dispatch_hooks, dispatch_policy
 from ..nn.module import current_module_path
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import policy as _policy
 from .autocast import _state as _autocast_state
 

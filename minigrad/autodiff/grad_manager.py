@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import weakref
 
-from ..tensor import Tensor, ones_like
-from .engine import _as_list, default_grad, run_backward
+from ..core.tensor import Tensor
+from ..core.creation import ones_like
+from ..core.engine import _as_list, default_grad, run_backward
 
 __all__ = ["GradManager"]
 

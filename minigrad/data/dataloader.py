@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _backend as B
 from .._backend import random as _random
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .dataset import TensorDataset
 
 __all__ = ["DataLoader", "default_collate"]

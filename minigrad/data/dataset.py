@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 __all__ = ["Dataset", "TensorDataset"]
 

@@ -30,7 +30,7 @@ except ImportError as e:  # pragma: no cover - exercised only without the extra
 import numpy as np
 
 from .. import _backend as B
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 __all__ = ["init_process_group", "is_initialized", "get_rank", "get_world_size",
            "get_local_rank", "get_backend", "barrier", "all_reduce", "broadcast", "all_gather",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from .reducer import Bucket, Stats, resolve_grad_dtype
 
 __all__ = ["make_allreduce_cb", "bcast_list_", "AllreduceCallback"]

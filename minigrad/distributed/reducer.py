@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import _backend as B
 from .._backend.dtypes import normalize_dtype
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 __all__ = ["Bucket", "ParamReducer", "Stats", "plan", "resolve_grad_dtype"]
 

@@ -1,13 +1,13 @@
 """``minigrad.functional`` (F): every differentiable op, one ``Function`` per primitive.
 
-Families live one per file; this module re-exports their public functions. ``F.nn`` offers the
-MegEngine spellings (``F.nn.cross_entropy``).
+Families live one per file; this module re-exports their public functions and installs the
+Tensor's operators and op methods (``_tensor_methods``), which are sugar over them.
 """
 
-from . import nn  # noqa: F401
+from ..core.cast import cast, clone, detach, to_device
+from . import _tensor_methods
 from .activation import *
 from .attention import *
-from .cast import *
 from .conv import *
 from .elementwise import *
 from .linalg import *
@@ -26,3 +26,5 @@ from .loss_margin import *
 from .upsample import *
 from .sampling import *
 from .conv_nd import *
+
+_tensor_methods.install()

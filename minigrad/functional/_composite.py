@@ -18,10 +18,11 @@ primitives.
 
 from __future__ import annotations
 
-from ..autodiff.engine import run_backward
-from ..autodiff.function import Function, dispatch_policy
-from ..autodiff.grad_mode import grad_enabled
-from ..tensor import Tensor
+from ..core.engine import run_backward
+from ..core.function import Function
+from ..core.modes import dispatch_policy
+from ..core.modes import grad_enabled
+from ..core.tensor import Tensor
 from ._utils import fast_backward
 
 __all__ = ["composite"]

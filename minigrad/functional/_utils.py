@@ -12,9 +12,9 @@ from .._backend.indexing import (  # noqa: F401  (re-exported for the op familie
     scatter_add_flat,
     scatter_add_rows,
 )
-from ..autodiff.function import dispatch_hooks
-from ..autodiff.grad_mode import grad_enabled
-from ..tensor import Tensor
+from ..core.errors import broadcast_shape, op_error  # noqa: F401  (used by the op families)
+from ..core.modes import dispatch_hooks, grad_enabled
+from ..core.tensor import Tensor
 from ._axes import check_axis
 
 _make = Tensor._make
@@ -49,12 +49,6 @@ def check_floating(op: str, *xs) -> None:
         if not is_floating(x.dtype):
             raise op_error(op, "expects a floating tensor; cast it first, e.g. "
                            "x.astype('float32')", shape=x.shape, dtype=x.dtype)
-
-
-def op_error(op: str, message: str, **details) -> ValueError:
-    """A ValueError that names the op, the offending shapes/dtypes, and the fix."""
-    info = ", ".join(f"{k}={v}" for k, v in details.items())
-    return ValueError(f"{op}: {message}" + (f" ({info})" if info else ""))
 
 
 def refuse_bool_product(op: str, *arrays) -> None:
@@ -200,14 +194,3 @@ def get_array_module_of(*xs):
         if hasattr(x, "dtype") and hasattr(x, "shape"):
             return get_array_module(x)
     return np
-
-
-def broadcast_shape(op: str, *shapes) -> tuple:
-    """The broadcast of ``shapes``; a ValueError naming ``op`` and every shape otherwise."""
-    try:
-        return np.broadcast_shapes(*shapes)
-    except ValueError:
-        shown = " and ".join(str(tuple(s)) for s in shapes)
-        raise op_error(op, f"shapes {shown} cannot be broadcast together (aligned from the "
-                       "right, each dimension must be equal or 1); reshape or expand one "
-                       "operand") from None

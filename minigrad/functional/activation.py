@@ -13,9 +13,9 @@ not differentiable a second time.
 from __future__ import annotations
 
 from .._backend import get_array_module
-from ..autodiff.function import Function
-from ..autodiff.grad_mode import grad_enabled
-from ..tensor import Tensor
+from ..core.function import Function
+from ..core.modes import grad_enabled
+from ..core.tensor import Tensor
 from ._axes import check_axis
 from ._utils import acc_dtype, check_floating
 

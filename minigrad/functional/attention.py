@@ -12,8 +12,9 @@ import math
 from .._backend import device_of, get_array_module, kernels
 from .._backend import random as _random
 from .._backend.dtypes import float32
-from ..autodiff.function import Function, dispatch_policy
-from ..tensor import Tensor
+from ..core.function import Function
+from ..core.modes import dispatch_policy
+from ..core.tensor import Tensor
 from ._utils import op_error
 from .activation import ArrayBackward, acc_dtype, check_floating, run_array_backward, sum_to_array
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from ._composite import composite
 from ._utils import normalize_axis, op_error
 from .linalg import Dot, MatMul, einsum, matmul

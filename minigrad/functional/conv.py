@@ -16,9 +16,9 @@ backend sets the size limit); it is freed with the rest of the graph.
 
 from __future__ import annotations
 
-from ..autodiff.function import Function
-from ..autodiff.grad_mode import grad_enabled
-from ..tensor import Tensor
+from ..core.function import Function
+from ..core.modes import grad_enabled
+from ..core.tensor import Tensor
 from ._conv_kernels import conv_bias_grad, conv_data_grad, conv_forward, conv_weight_grad
 from ._utils import const, fast_backward, op_error, refuse_bool_product
 

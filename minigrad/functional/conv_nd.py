@@ -10,7 +10,7 @@ places each tap's 2-D transposed convolution at its (strided, dilated) depth off
 
 from __future__ import annotations
 
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from ._composite import composite
 from ._utils import op_error
 from .conv import _check, _out_size, _tuple, conv1d, conv2d, conv_transpose2d, string_padding

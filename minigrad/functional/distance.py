@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from ._composite import composite
 from ._utils import check_floating, const, normalize_axes, normalize_axis, op_error
 from .reduction import Norm, norm

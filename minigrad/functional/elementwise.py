@@ -13,9 +13,9 @@ import math
 
 from .._backend import get_array_module, kernels
 from .._backend.dtypes import float32, float64
-from ..autodiff.function import Function
-from ..autodiff.grad_mode import grad_enabled
-from ..tensor import Tensor
+from ..core.function import Function
+from ..core.modes import grad_enabled
+from ..core.tensor import Tensor
 from ._utils import (
     as_operand,
     blockwise,
@@ -462,7 +462,7 @@ def rsqrt(x: Tensor) -> Tensor:
 def square(x: Tensor) -> Tensor:
     """``x * x`` (bool input squares as int64, PyTorch's result)."""
     if x.dtype.kind == "b":
-        from .cast import cast
+        from ..core.cast import cast
 
         x = cast(x, "int64")
     return Square.apply(x)
@@ -594,7 +594,7 @@ def clip(x: Tensor, lower=None, upper=None) -> Tensor:
         # float32 (never a clamp truncated to integers), an integer bound makes bool int64.
         floats = any(isinstance(b, float) and not isinstance(b, bool) for b in (lower, upper))
         if floats or x.dtype.kind == "b":
-            from .cast import cast
+            from ..core.cast import cast
 
             x = cast(x, float32 if floats else "int64")
     return Clip.apply(x, lower=lower, upper=upper)

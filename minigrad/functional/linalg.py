@@ -14,8 +14,8 @@ import string
 
 from .._backend import get_array_module, kernels
 from .._backend.dtypes import float32, int64, is_low_precision, widest_float
-from ..autodiff.function import Function
-from ..tensor import Tensor
+from ..core.function import Function
+from ..core.tensor import Tensor
 from ._utils import (broadcast_shape, const, fast_backward, op_error, refuse_bool_product,
                      sum_to_shape)
 

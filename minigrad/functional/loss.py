@@ -15,8 +15,8 @@ import warnings
 from .._backend import get_array_module
 from .._backend.dtypes import float32, float64, is_floating
 from .._backend.indexing import host_checks
-from ..autodiff.function import Function
-from ..tensor import Tensor
+from ..core.function import Function
+from ..core.tensor import Tensor
 from ._axes import check_axis
 from ._utils import broadcast_shape, const, fast_backward, op_error, sum_to_shape
 from .activation import (

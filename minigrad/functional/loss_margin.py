@@ -13,7 +13,7 @@ import math
 
 from .._backend import get_array_module
 from .._backend.dtypes import float32, is_low_precision
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from ._composite import composite
 from ._utils import broadcast_shape, const, op_error
 from .elementwise import log, maximum, minimum, relu, softplus, where

@@ -13,8 +13,8 @@ import math
 
 from .._backend import batch_norm as BN
 from .._backend import get_array_module
-from ..autodiff.function import Function
-from ..tensor import Tensor
+from ..core.function import Function
+from ..core.tensor import Tensor
 from ._utils import op_error
 from .activation import ArrayBackward, acc_dtype, check_floating, run_array_backward
 

@@ -15,8 +15,8 @@ import numpy as np
 
 from .._backend import get_array_module, kernels
 from .._backend.dtypes import float32, is_low_precision
-from ..autodiff.function import Function
-from ..tensor import Tensor
+from ..core.function import Function
+from ..core.tensor import Tensor
 from ._utils import check_floating, op_error
 
 __all__ = ["adaptive_avg_pool2d", "avg_pool2d", "max_pool2d"]

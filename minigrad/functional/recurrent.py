@@ -9,8 +9,8 @@ dtype. Weights: ``w_ih`` (G*H, I), ``w_hh`` (G*H, H), biases (G*H,), G gates sta
 from __future__ import annotations
 
 from .._backend import get_array_module, kernels
-from ..autodiff.function import Function
-from ..tensor import Tensor
+from ..core.function import Function
+from ..core.tensor import Tensor
 from ._utils import op_error
 from .activation import ArrayBackward, acc_dtype, check_floating, run_array_backward
 

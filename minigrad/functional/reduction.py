@@ -13,8 +13,8 @@ import math
 from .._backend import get_array_module
 from .._backend.dtypes import float32, float64, is_floating
 from .._backend.kernels import sum_fp32
-from ..autodiff.function import Function
-from ..tensor import Tensor
+from ..core.function import Function
+from ..core.tensor import Tensor
 from ._axes import check_axis, reduction_axes
 from ._utils import acc_dtype, check_floating, const, fast_backward, op_error, product_acc_dtype
 from .elementwise import abs as _abs
@@ -414,7 +414,7 @@ def logsumexp(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
     """``log(sum(exp(x)))`` over ``axis``, max-shifted and accumulated in float32; integer and
     bool input is computed in float32 (PyTorch's default float), never truncated."""
     if not is_floating(x.dtype):
-        from .cast import cast
+        from ..core.cast import cast
 
         x = cast(x, float32)
     return LogSumExp.apply(x, axis=axis, keepdims=keepdims)

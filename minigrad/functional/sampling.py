@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._backend import get_array_module
-from ..autodiff.function import Function
-from ..tensor import Tensor
+from ..core.function import Function
+from ..core.tensor import Tensor
 from ._composite import composite
 from ._utils import const, op_error, scatter_add_flat, sum_to_shape
 from .shape import gather

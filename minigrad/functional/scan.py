@@ -7,8 +7,8 @@ input dtype (invariant 3) and are returned in the input's dtype.
 from __future__ import annotations
 
 from .._backend import get_array_module
-from ..autodiff.function import Function
-from ..tensor import Tensor
+from ..core.function import Function
+from ..core.tensor import Tensor
 from ._axes import check_axis
 from ._utils import acc_dtype, const, fast_backward, normalize_axis, product_acc_dtype
 from .reduction import _to_dtype

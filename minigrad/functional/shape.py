@@ -12,9 +12,9 @@ import numpy as np
 
 from .._backend import get_array_module
 from .._backend.dtypes import int64, result_type
-from ..autodiff.function import Function
-from ..autodiff.grad_mode import grad_enabled
-from ..tensor import Tensor
+from ..core.function import Function
+from ..core.modes import grad_enabled
+from ..core.tensor import Tensor
 from ._axes import check_axis
 from ._utils import (
     along_axis_linear_index,
@@ -274,7 +274,7 @@ def _common_dtype(tensors):
     dtypes = {t.dtype for t in tensors}
     if len(dtypes) == 1:
         return tensors
-    from .cast import cast
+    from ..core.cast import cast
 
     target = result_type(list(dtypes))
     return [cast(t, target) for t in tensors]

@@ -13,9 +13,9 @@ from .._backend import device_of, get_array_module
 from .._backend import random as _random
 from .._backend.dtypes import float32
 from .._backend.indexing import check_index_range, poison, scatter_add_rows
-from ..autodiff.function import Function
-from ..autodiff.grad_mode import grad_enabled
-from ..tensor import Tensor
+from ..core.function import Function
+from ..core.modes import grad_enabled
+from ..core.tensor import Tensor
 from ._utils import const, op_error, owned_for_backward
 from .activation import acc_dtype, check_floating
 

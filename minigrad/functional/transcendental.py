@@ -13,8 +13,8 @@ import math
 
 from .._backend import get_array_module
 from .._backend.dtypes import float32, float64, float_result_type
-from ..autodiff.function import Function
-from ..tensor import Tensor
+from ..core.function import Function
+from ..core.tensor import Tensor
 from ._composite import composite
 from ._utils import (as_operand, broadcast_shape, const, normalize_axis, op_error,
                      refuse_bool_product, shape_of, sum_to_shape)

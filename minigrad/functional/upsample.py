@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from .._backend import get_array_module
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from ._composite import composite
 from ._utils import const, op_error
 from .shape import index_select

@@ -1,20 +1,20 @@
 """``minigrad.nn``: ``Module``, layers, losses, ``init`` and ``utils``.
 
 Layers keep PyTorch's constructor signatures, parameter names and default initialisations so
-state dicts and habits carry over; ``Dense`` is MindSpore's name for ``Linear``.
+state dicts and habits carry over; ``Dense`` is MindSpore's name for ``Linear``. MindSpore's
+cells and OneFlow's ``Graph`` are attached by ``minigrad.compat``.
 """
 
-from ..tensor import Parameter
+from ..core.tensor import Parameter
 from . import init, parallel, utils
 from .activation import GELU, LeakyReLU, PReLU, ReLU, Sigmoid, SiLU, Softmax, Tanh
 from .attention import MultiheadAttention
-from .cells import TrainOneStepCell, TrainOneStepWithLossScaleCell, WithLossCell
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .dropout import Dropout
 from .linear import Dense, Flatten, Identity, Linear
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss
-from .module import Cell, Module, RemovableHandle, current_module_path
+from .module import Module, RemovableHandle, current_module_path
 from .norm import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
@@ -30,7 +30,6 @@ __all__ = [
     "BCEWithLogitsLoss",
     "BatchNorm1d",
     "BatchNorm2d",
-    "Cell",
     "Conv1d",
     "Conv2d",
     "ConvTranspose2d",
@@ -63,26 +62,9 @@ __all__ = [
     "Sigmoid",
     "Softmax",
     "Tanh",
-    "TrainOneStepCell",
-    "TrainOneStepWithLossScaleCell",
-    "WithLossCell",
     "current_module_path",
     "init",
     "parallel",
     "utils",
 ]
 
-
-def __getattr__(name):
-    # nn.Graph lives in graph.py (another module family); import it on first use so this
-    # package never depends on it being present.
-    if name == "Graph":
-        from .graph import Graph
-
-        return Graph
-    if name in ("DynamicLossScaleUpdateCell", "FixedLossScaleUpdateCell"):
-        # MindSpore's cells over amp's loss-scale managers (amp sits above nn: imported on use)
-        from ..amp import o_levels
-
-        return getattr(o_levels, name)
-    raise AttributeError(f"module 'minigrad.nn' has no attribute {name!r}")

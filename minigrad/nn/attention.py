@@ -7,7 +7,8 @@ import math
 from .. import functional as F
 from .._backend import get_array_module
 from .._backend.dtypes import bool_
-from ..tensor import Tensor, ones
+from ..core.tensor import Tensor
+from ..core.creation import ones
 from . import init
 from .linear import Linear
 from .module import Module

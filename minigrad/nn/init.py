@@ -13,8 +13,9 @@ import numpy as np
 
 from .._backend import random as _random
 from .._backend.dtypes import float32, normalize_dtype
-from ..autodiff.grad_mode import no_grad
-from ..tensor import Parameter, Tensor, empty
+from ..core.grad_mode import no_grad
+from ..core.tensor import Parameter, Tensor
+from ..core.creation import empty
 
 __all__ = [
     "calculate_gain",

@@ -9,28 +9,19 @@ the ``current_module_path`` context variable so AMP debugging can name the modul
 from __future__ import annotations
 
 from collections import OrderedDict, namedtuple
-from contextvars import ContextVar
 from itertools import count
 
 import numpy as np
 
 from .. import _backend as B
 from .._backend.dtypes import bfloat16, float16, float32, is_floating, is_numeric, normalize_dtype
-from ..autodiff.function import dispatch_policy
-from ..tensor import Parameter, Tensor
+from ..core.modes import dispatch_policy
+from ..core.modes import module_path as current_module_path
+from ..precision.module import precision_policy
+from ..core.tensor import Parameter, Tensor
 
-__all__ = ["Cell", "IncompatibleKeys", "Module", "RemovableHandle", "current_module_path"]
+__all__ = ["IncompatibleKeys", "Module", "RemovableHandle", "current_module_path"]
 
-# The path of module names from the root to the module whose forward is running, e.g.
-# ("", "layer1", "0", "conv1"). Roots are named "". Read by minigrad.amp's debugging tools.
-current_module_path: ContextVar[tuple] = ContextVar("minigrad_module_path", default=())
-
-# Per-module precision (``to_float`` / ``add_flags_recursive``) is data kept on the module; the
-# policy that acts on it belongs to minigrad.amp, which sits above nn. amp fills this slot when it
-# is imported: ``factory(dtype, current_policy) -> (policy, owned_cache)`` where ``policy`` goes
-# into ``dispatch_policy`` for the module's forward, ``policy.cast_value(t)`` casts one boundary
-# input, and ``owned_cache`` (or None) is cleared when the call returns.
-_precision_policy_factory = None
 
 _PRECISION_FLAGS = {"fp16": float16, "fp32": float32, "bf16": bfloat16}
 
@@ -235,12 +226,7 @@ class Module:
             current_module_path.reset(token)
 
     def _call_in_precision(self, args, kwargs):
-        factory = _precision_policy_factory
-        if factory is None:  # amp registers the factory on import; import it on first need
-            import minigrad.amp  # noqa: F401
-
-            factory = globals()["_precision_policy_factory"]
-        policy, owned = factory(self._compute_dtype, dispatch_policy.get())
+        policy, owned = precision_policy(self._compute_dtype, dispatch_policy.get())
         cast = policy.cast_value
         args = tuple([cast(a) if isinstance(a, Tensor) else a for a in args])
         if kwargs:
@@ -566,6 +552,3 @@ class Module:
             return f"{type(self).__name__}({extra})"
         body = "\n  ".join(([extra] if extra else []) + lines)
         return f"{type(self).__name__}(\n  {body}\n)"
-
-
-Cell = Module  # MindSpore's name; its ``construct`` is the forward

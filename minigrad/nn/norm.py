@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import functional as F
 from .._backend.dtypes import float32, float64, int64, normalize_dtype
-from ..tensor import ones, zeros
+from ..core.creation import ones, zeros
 from . import init
 from .module import Module
 

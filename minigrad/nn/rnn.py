@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from .. import functional as F
-from ..tensor import zeros
+from ..core.creation import zeros
 from . import init
 from .module import Module
 

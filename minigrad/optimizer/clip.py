@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from .. import _backend as B
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 __all__ = ["clip_grad_norm", "clip_grad_value"]
 

@@ -16,7 +16,7 @@ import weakref
 from .. import _backend as B
 from .._backend import fused
 from .._backend.dtypes import acc_dtype, is_floating
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 __all__ = ["Optimizer"]
 

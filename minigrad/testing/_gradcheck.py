@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 __all__ = ["gradcheck", "gradgradcheck"]
 

@@ -14,8 +14,9 @@ import numpy as np
 from .. import amp
 from .._backend.dtypes import is_floating
 from ..autodiff import grad
-from ..autodiff.function import dispatch_hooks
-from ..tensor import Tensor, tensor
+from ..core.modes import dispatch_hooks
+from ..core.tensor import Tensor
+from ..core.creation import tensor
 from ._gradcheck import gradcheck, gradgradcheck
 from .op_table import OpInfo, Sample, bind
 

@@ -159,6 +159,7 @@ def public_ops() -> set:
             continue
         m = importlib.import_module(f"minigrad.functional.{mod.name}")
         names.update(getattr(m, "__all__", ()))
+    names.update(importlib.import_module("minigrad.core.cast").__all__)  # the cast family
     for n in F.nn.__all__:
         own = getattr(F.nn, n)
         if getattr(F, n, None) is not own:

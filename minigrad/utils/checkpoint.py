@@ -30,11 +30,13 @@ Example:
 from __future__ import annotations
 
 from .._backend import random as _random
-from ..amp.autocast import captured_state, replay_state
-from ..autodiff.engine import run_backward
-from ..autodiff.function import Function, dispatch_hooks
-from ..autodiff.grad_mode import enable_grad, grad_enabled, no_grad
-from ..tensor import Tensor
+from ..precision.autocast import captured_state, replay_state
+from ..core.engine import run_backward
+from ..core.function import Function
+from ..core.modes import dispatch_hooks
+from ..core.grad_mode import enable_grad, no_grad
+from ..core.modes import grad_enabled
+from ..core.tensor import Tensor
 
 __all__ = ["checkpoint", "checkpoint_sequential"]
 

@@ -18,7 +18,7 @@ import minigrad as mg
 import minigrad.functional as F
 from minigrad import amp, nn
 from minigrad.autodiff import Function
-from minigrad.autodiff.function import dispatch_hooks, dispatch_policy
+from minigrad.core.modes import dispatch_hooks, dispatch_policy
 from minigrad.utils.checkpoint import checkpoint
 
 f16, bf16, f32, f64 = mg.float16, mg.bfloat16, mg.float32, mg.float64
@@ -295,7 +295,7 @@ def test_custom_bwd_without_custom_fwd_is_refused():
 def test_banned_binary_cross_entropy_runs_fp32_with_a_warning():
     p = mg.tensor([0.2, 0.7], dtype=f16)
     t = mg.tensor([0.0, 1.0], dtype=f16)
-    autocast_mod = importlib.import_module("minigrad.amp.autocast")
+    autocast_mod = importlib.import_module("minigrad.precision.autocast")
     autocast_mod._bce_warned[0] = False
     with amp.autocast(), pytest.warns(UserWarning, match="float32"):
         out = F.binary_cross_entropy(p, t)

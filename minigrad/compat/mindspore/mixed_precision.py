@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _backend as B
-from .._backend.dtypes import bfloat16, float16, float32, normalize_dtype
-from ..nn import activation, conv, linear, norm, rnn
-from ..nn.module import Module
-from ..tensor import Tensor
-from .autocast import autocast
-from .grad_scaler import GradScaler, StaticGradScaler
-from .o_levels import feed_overflow
+from ... import _backend as B
+from ..._backend.dtypes import bfloat16, float16, float32, normalize_dtype
+from ...nn import activation, conv, linear, norm, rnn
+from ...nn.module import Module
+from ...core.tensor import Tensor
+from ...amp.autocast import autocast
+from ...amp.grad_scaler import GradScaler, StaticGradScaler
+from .loss_scale import feed_overflow
 
 __all__ = ["DynamicLossScaler", "StaticLossScaler", "all_finite", "auto_mixed_precision",
            "custom_mixed_precision", "get_black_list", "get_white_list"]

@@ -6,8 +6,7 @@
 a module: ``loss, overflow, scale = cell(data, label)`` runs the forward, scaled backward,
 overflow check and update. ``TrainOneStepCell(net_with_loss, optimizer, sens=1.0)`` is the same
 step with a fixed scale, returning only the loss. The loss-scaling itself is ``minigrad.amp``'s
-(a loss-scale manager over ``GradScaler``); amp sits above nn, so it is imported when a cell is
-built, never when nn is imported.
+(a loss-scale manager over ``GradScaler``, ``loss_scale.py``).
 """
 
 from __future__ import annotations
@@ -17,8 +16,9 @@ import inspect
 
 import numpy as np
 
-from ..tensor import Tensor
-from .module import Module
+from ...core.tensor import Tensor
+from ...nn.module import Module
+from .loss_scale import FixedLossScaleManager, _as_manager, _with_masters
 
 __all__ = ["TrainOneStepCell", "TrainOneStepWithLossScaleCell", "WithLossCell"]
 
@@ -84,7 +84,6 @@ class TrainOneStepWithLossScaleCell(Module):
 
     def __init__(self, network, optimizer, scale_sense=None):
         super().__init__()
-        from ..amp.o_levels import _as_manager, _with_masters  # amp sits above nn
 
         self.network = network
         self.optimizer = _with_masters(optimizer)
@@ -133,7 +132,6 @@ class TrainOneStepCell(TrainOneStepWithLossScaleCell):
     """
 
     def __init__(self, network, optimizer, sens: float = 1.0):
-        from ..amp.o_levels import FixedLossScaleManager  # amp sits above nn
 
         super().__init__(network, optimizer,
                          scale_sense=FixedLossScaleManager(sens, drop_overflow_update=False))

@@ -1,36 +1,26 @@
-"""Casts and device moves: differentiable, the gradient goes back to the source dtype/device.
+"""Casts, copies and device moves: differentiable, the gradient goes back to the source
+dtype/device.
 
 ``cast`` is what autocast inserts in front of ops (``Function.apply``); it is never itself cast.
+The ``Cast`` primitive lives beside the dispatch point (``function.py``), which needs it for
+dtype promotion.
 """
 
 from __future__ import annotations
 
-from .._backend import casts, get_array_module, normalize_device
+from .._backend import device_of, get_array_module, normalize_device
 from .._backend import to_device as _to_device_array
 from .._backend.dtypes import normalize_dtype
-from ..autodiff.function import Function
-from ..tensor import Tensor
+from .function import Cast, Function
+from .tensor import Tensor
 
 __all__ = ["cast", "clone", "detach", "to_device"]
-
-
-class Cast(Function):
-    name = "cast"
-
-    def forward(self, x, dtype):
-        self.src_dtype = x.dtype
-        return casts.astype(x, dtype)
-
-    def backward(self, gy):
-        return cast(gy, self.src_dtype)
 
 
 class ToDevice(Function):
     name = "to_device"
 
     def forward(self, x, device):
-        from .._backend import device_of
-
         self.src_device = device_of(x)
         return _to_device_array(x, device)
 

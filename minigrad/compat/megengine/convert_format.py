@@ -17,12 +17,12 @@ from __future__ import annotations
 import copy
 import weakref
 
-from .._backend import get_array_module
-from ..nn.conv import Conv2d
-from ..nn.module import Module
-from ..nn.norm import BatchNorm2d
-from ..nn.pooling import AvgPool2d, MaxPool2d
-from ..tensor import Tensor
+from ..._backend import get_array_module
+from ...nn.conv import Conv2d
+from ...nn.module import Module
+from ...nn.norm import BatchNorm2d
+from ...nn.pooling import AvgPool2d, MaxPool2d
+from ...core.tensor import Tensor
 
 __all__ = ["convert_module_format", "convert_tensor_format", "tensor_format"]
 

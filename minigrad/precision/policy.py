@@ -34,6 +34,8 @@ Overrides: ``set(name, category)`` changes a row for every autocast region enter
 
 from __future__ import annotations
 
+from ..core.function import Function
+
 __all__ = ["CATEGORIES", "check_op_name", "functional_op_names", "get", "missing_rows", "reset",
            "set", "table"]
 
@@ -111,9 +113,6 @@ def _check_category(category: str) -> str:
 
 def _function_names():
     """``Function.name`` of every Function subclass defined so far (user Functions included)."""
-    import minigrad.functional  # noqa: F401 - defines the subclasses
-
-    from ..autodiff.function import Function
 
     names = {}  # a dict as an ordered set: this module's ``set`` is the override function
     stack = list(Function.__subclasses__())
@@ -220,9 +219,6 @@ def merged_codes(fp32_ops=(), lower_ops=()) -> dict:
 
 def functional_op_names() -> dict:
     """``Function.name`` -> class name for every Function subclass under ``minigrad.functional``."""
-    import minigrad.functional  # noqa: F401 - defines the subclasses
-
-    from ..autodiff.function import Function
 
     found = {}
     stack = list(Function.__subclasses__())

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 import types
 
-from . import _backend as B
-from ._backend import sync_debug as _sync
-from ._backend.memory import max_memory_allocated, memory_allocated, reset_peak_memory_stats
+from ... import _backend as B
+from ... import amp as _amp
+from ..._backend import sync_debug as _sync
+from ..._backend.memory import max_memory_allocated, memory_allocated, reset_peak_memory_stats
 
 __all__ = ["is_available", "device_count", "synchronize", "memory_allocated",
            "max_memory_allocated", "reset_peak_memory_stats", "set_sync_debug_mode",
@@ -77,14 +77,8 @@ def empty_cache() -> None:
         B.cupy.get_default_pinned_memory_pool().free_all_blocks()
 
 
-def _install_amp_namespace():
-    """``mg.cuda.amp``: PyTorch's old ``torch.cuda.amp`` namespace over ``minigrad.amp``.
-
-    Called by ``minigrad/__init__`` once ``minigrad.amp`` exists (amp imports more than this
-    module may at import time). Registered in ``sys.modules`` so ``from minigrad.cuda.amp
-    import GradScaler`` works.
-    """
-    from . import amp as _amp
+def _amp_namespace():
+    """``mg.cuda.amp``: PyTorch's old ``torch.cuda.amp`` namespace over ``minigrad.amp``."""
 
     class autocast(_amp.autocast):
         """``torch.cuda.amp.autocast(enabled=True, dtype=float16, cache_enabled=True)``: the
@@ -93,11 +87,13 @@ def _install_amp_namespace():
         def __init__(self, enabled=True, dtype=B.float16, cache_enabled=True):
             super().__init__("cuda", dtype, enabled, cache_enabled)
 
-    mod = types.ModuleType(__name__ + ".amp", _install_amp_namespace.__doc__)
+    mod = types.ModuleType("minigrad.cuda.amp", _amp_namespace.__doc__)
     mod.autocast = autocast
     mod.GradScaler = _amp.GradScaler
     mod.custom_fwd = _amp.custom_fwd
     mod.custom_bwd = _amp.custom_bwd
     mod.__all__ = ["GradScaler", "autocast", "custom_bwd", "custom_fwd"]
-    sys.modules[mod.__name__] = mod
     return mod
+
+
+amp = _amp_namespace()

@@ -6,8 +6,8 @@ Example:
     True
 """
 
-from .optimizer import *  # noqa: F403 - the alias re-exports the whole package
-from .optimizer import __all__ as _names
-from .optimizer import lr_scheduler
+from ...optimizer import *  # noqa: F403 - the alias re-exports the whole package
+from ...optimizer import __all__ as _names
+from ...optimizer import lr_scheduler
 
 __all__ = [*_names, "lr_scheduler"]

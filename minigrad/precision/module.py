@@ -3,9 +3,8 @@
 MindSpore configures precision per Cell: ``net.add_flags_recursive(fp16=True)`` runs every op of
 ``net`` in float16, and a child that set ``fp32=True`` itself keeps float32. In minigrad the
 setting is data on the module (``_compute_dtype``); this module turns it into behaviour.
-``minigrad.nn`` cannot import ``amp`` (amp sits above nn), so on import this module registers
-``precision_policy`` in ``minigrad.nn.module._precision_policy_factory``, which
-``Module.__call__`` consults only for modules that have a compute dtype.
+``Module.__call__`` asks :func:`precision_policy` for the policy of a module that has a compute
+dtype.
 
 Inside such a module every op runs in the module's dtype:
 
@@ -25,9 +24,7 @@ its forward (set and reset with a token), so the nearest module with a setting w
 from __future__ import annotations
 
 from .._backend.dtypes import bfloat16, float16, float32
-from ..autodiff.function import dispatch_policy
-from ..nn import module as _nn_module
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from . import policy as _policy
 from .autocast import AutocastPolicy
 
@@ -106,12 +103,3 @@ def precision_policy(dtype, current):
     if cache is None:
         cache = owned = {}
     return ModulePrecisionPolicy(dtype, cache), owned
-
-
-def active_module_dtype():
-    """The dtype of the innermost module precision setting in force here (None if none)."""
-    cur = dispatch_policy.get()
-    return cur.low if type(cur) is ModulePrecisionPolicy else None
-
-
-_nn_module._precision_policy_factory = precision_policy

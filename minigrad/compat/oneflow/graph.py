@@ -31,8 +31,10 @@ frozen at capture), Tensor keyword arguments, a different input signature than t
 or a capture CUDA refused. On the CPU every call is eager (``_backend.cuda_graph.cpu_twin()``
 lets tests drive the same logic with a NumPy stand-in of the capture).
 
-How ``loss.backward()`` gets scaled: while ``build`` runs, the graph installs its scaled
-backward in ``minigrad.tensor.backward_override``, which ``Tensor.backward`` defers to.
+How ``loss.backward()`` gets scaled: while ``build`` runs, the graph sets
+``minigrad.core.modes.backward_seed``, which ``Tensor.backward`` applies to the loss first.
+
+
 
 OneFlow's graph scaler never lets the scale fall below 1 (AMP_REFERENCE section 2):
 ``set_grad_scaler`` gives the scaler a floor of 1 (``min_scale``) if it has none.
@@ -43,16 +45,19 @@ what it says or is a documented no-op of eager execution, never an AttributeErro
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections import OrderedDict
 
 import numpy as np
 
-from .. import functional as F
-from .._backend import cuda_graph
-from .._backend.dtypes import bfloat16, float16, normalize_dtype
-from ..tensor import Tensor, backward_override
-from .module import Module
+from ... import functional as F
+from ..._backend import cuda_graph
+from ..._backend.dtypes import bfloat16, float16, normalize_dtype
+from ...amp.autocast import autocast
+from ...core.modes import backward_seed
+from ...core.tensor import Tensor
+from ...nn.module import Module
 
 __all__ = ["Graph", "GraphConfig"]
 
@@ -68,17 +73,16 @@ class _Run:
         self.backward_called = False
         self.loss_factor = loss_factor   # 1 / gradient-accumulation steps
 
-    def backward(self, loss, dy, retain_graph, create_graph):
+    def seed(self, loss):
+        """The tensor ``loss.backward()`` differentiates inside ``build`` (``modes.backward_seed``):
+        the loss over the accumulation steps, scaled by the graph's scaler."""
         self.backward_called = True
-        scaler = self.scaler
         if self.loss_factor != 1.0:
             loss = loss * self.loss_factor
+        scaler = self.scaler
         if scaler is None or not scaler.is_enabled():
-            return loss._plain_backward(dy, retain_graph, create_graph)
-        # float16 overflow under a too-high scale is expected and handled by the scaler (the
-        # step is skipped): no NumPy RuntimeWarning for it.
-        with np.errstate(over="ignore", invalid="ignore"):
-            scaler.scale(loss)._plain_backward(dy, retain_graph, create_graph)
+            return loss
+        return scaler.scale(loss)
 
 
 class GraphConfig:
@@ -366,22 +370,24 @@ class Graph:
         scaler = self._grad_scaler if self.training else None
         n = self.config.gradient_accumulation_steps
         run = _Run(scaler, 1.0 / n)
-        override_token = backward_override.set(run.backward)
+        seed_token = backward_seed.set(run.seed)
         try:
-            if n == 1:
-                out = self._build(args, kwargs)
-            else:
-                out = _join([self._build(a, kwargs) for a in _micro_batches(args, n)])
+            # float16 overflow under a too-high scale is expected and handled by the scaler
+            # (the step is skipped): no NumPy RuntimeWarning for it.
+            with np.errstate(over="ignore", invalid="ignore") if run.scaler is not None \
+                    else contextlib.nullcontext():
+                if n == 1:
+                    out = self._build(args, kwargs)
+                else:
+                    out = _join([self._build(a, kwargs) for a in _micro_batches(args, n)])
         finally:
-            backward_override.reset(override_token)
+            backward_seed.reset(seed_token)
         if self.training and run.backward_called:
             self._update(scaler)
         return out
 
     def _build(self, args, kwargs):
         if self.config.amp_enabled:
-            from ..amp import autocast  # amp sits above nn: imported on use
-
             with autocast(dtype=self.config.amp_dtype):
                 return self.build(*args, **kwargs)
         return self.build(*args, **kwargs)

@@ -7,11 +7,12 @@
 
 from __future__ import annotations
 
-from ..tensor import Tensor
-from .activation import log_softmax, softmax
-from .attention import scaled_dot_product_attention
-from .loss import binary_cross_entropy as _bce
-from .loss import (
+from ... import functional
+from ...core.tensor import Tensor
+from ...functional.activation import log_softmax, softmax
+from ...functional.attention import scaled_dot_product_attention
+from ...functional.loss import binary_cross_entropy as _bce
+from ...functional.loss import (
     binary_cross_entropy_with_logits,
     cosine_similarity,
     kl_div,
@@ -20,11 +21,11 @@ from .loss import (
     nll_loss,
     smooth_l1_loss,
 )
-from .loss import cross_entropy as _cross_entropy
-from .normalization import batch_norm, group_norm, layer_norm
-from .recurrent import gru_cell, lstm_cell, rnn_tanh_cell
-from .sparse import dropout, embedding
-from ._utils import normalize_axis
+from ...functional.loss import cross_entropy as _cross_entropy
+from ...functional.normalization import batch_norm, group_norm, layer_norm
+from ...functional.recurrent import gru_cell, lstm_cell, rnn_tanh_cell
+from ...functional.sparse import dropout, embedding
+from ...functional._utils import normalize_axis
 
 __all__ = [
     "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits",
@@ -63,8 +64,8 @@ def _cross_entropy_of_probabilities(p, label, axis, smoothing, reduction, kwargs
     """MegEngine's ``with_logits=False``: ``-(1 - eps) * log p[label] - eps * mean(log p)``,
     no softmax (a log_softmax of ``log p`` has the same value for normalised ``p`` but not the
     same gradient)."""
-    from .elementwise import log
-    from .shape import permute
+    from ...functional.elementwise import log
+    from ...functional.shape import permute
 
     logp = log(p)
     axis = normalize_axis(axis, p.ndim, "cross_entropy")
@@ -105,10 +106,8 @@ def binary_cross_entropy(pred: Tensor, label: Tensor, with_logits: bool = True,
 
 
 def __getattr__(name):
-    # Everything else in F (relu, linear, conv2d...) under its own name, resolved lazily so the
-    # families other modules provide need no list here.
-    from .. import functional
-
+    # Everything else in F (relu, linear, conv2d...) under its own name, so the families need no
+    # list here.
     if name.startswith("__") or name not in getattr(functional, "__dict__", {}):
         raise AttributeError(f"module 'minigrad.functional.nn' has no attribute {name!r}")
     return getattr(functional, name)

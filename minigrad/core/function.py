@@ -1,9 +1,9 @@
 """``Function``: one class per differentiable primitive, and ``apply``, the single dispatch point.
 
-``Function.apply`` is the only place that (a) asks the active precision policy (installed by
-``minigrad.amp``) for the compute dtype and casts inputs, (b) decides whether to record a graph
-node, and (c) runs the debug hooks (dtype trace, non-finite detection) -- invariant 1. Ops never
-read AMP state themselves; autodiff never imports ``minigrad.amp`` (dependencies point down).
+``Function.apply`` is the only place that (a) asks the precision policy in force
+(``modes.dispatch_policy``, built by ``minigrad.precision``) for the compute dtype and casts
+inputs, (b) decides whether to record a graph node, and (c) runs the debug hooks (dtype trace,
+non-finite detection) -- invariant 1. Ops never read AMP state themselves.
 
 Writing an op::
 
@@ -28,27 +28,18 @@ after the autocast casts (matmul, linear, conv: PyTorch's dtype-mismatch error).
 
 from __future__ import annotations
 
-from contextvars import ContextVar
-
 import numpy as np
 
 from .._backend import device_mismatch as _device_mismatch
+from .._backend import casts
 from .._backend import device_of as _device_of
 from .._backend.dtypes import _FLOATS, float_result_type, is_floating, result_type
-from ..tensor import Tensor
-from .grad_mode import grad_enabled
+from .errors import broadcast_shape
+from .tensor import Tensor
+from .modes import dispatch_hooks, dispatch_policy, grad_enabled
 
-__all__ = ["Function", "dispatch_policy", "dispatch_hooks"]
+__all__ = ["Cast", "Function"]
 
-# The precision policy in force: None, or an object with
-# ``cast_inputs(fn_cls, inputs) -> (inputs, compute_dtype, reason)``. minigrad.amp installs it for
-# autocast regions and per-module precision; the backward engine clears it (invariant 5).
-dispatch_policy: ContextVar = ContextVar("minigrad_dispatch_policy", default=None)
-
-# Debug hooks in force: a tuple of callables ``hook(phase, fn, inputs, outputs)`` where phase is
-# "forward" (inputs/outputs are the op's Tensors) or "backward" (inputs are the output grads,
-# outputs the input grads). Empty tuple = zero cost beyond one lookup.
-dispatch_hooks: ContextVar = ContextVar("minigrad_dispatch_hooks", default=())
 
 _make = Tensor._make
 _np_generic = np.generic
@@ -106,8 +97,6 @@ def _promote(cls, inputs):
     # float16/bfloat16 pair NumPy cannot combine, and 0-d tensors beside dimensioned ones (NumPy
     # lets a float64 0-d widen a float32 array, PyTorch does not) are cast here.
     wide = zero_dim or target not in dims + zeros
-    from ..functional.cast import Cast  # functional sits above autodiff: import when needed
-
     out = tuple([Cast.apply(x, dtype=target) if isinstance(x, Tensor) and i >= cls.promote_skip
                  and x.data.dtype != target and (wide or x.data.dtype not in _FLOATS) else x
                  for i, x in enumerate(inputs)])
@@ -148,8 +137,6 @@ def _scalar_output(fn, out):
 
 def _broadcast_error(cls, inputs):
     """Replace NumPy's bare broadcast message with one naming the op and the shapes."""
-    from ..functional._utils import broadcast_shape
-
     broadcast_shape(cls.name, *[x.shape for x in inputs if isinstance(x, Tensor)])
 
 
@@ -329,3 +316,17 @@ class Function:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} op '{self.name}'>"
+
+
+class Cast(Function):
+    """The cast primitive: what autocast and dtype promotion insert; the gradient goes back to
+    the source dtype."""
+
+    name = "cast"
+
+    def forward(self, x, dtype):
+        self.src_dtype = x.dtype
+        return casts.astype(x, dtype)
+
+    def backward(self, gy):
+        return Cast.apply(gy, dtype=self.src_dtype) if gy.dtype != self.src_dtype else gy

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import functools
-from contextvars import ContextVar
+from .modes import grad_enabled
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled"]
-
-grad_enabled: ContextVar[bool] = ContextVar("minigrad_grad_enabled", default=True)
 
 
 def is_grad_enabled() -> bool:

@@ -8,8 +8,8 @@ Example:
     4.0
 """
 
-from .autodiff import Function, enable_grad, grad, no_grad, set_grad_enabled
-from .autodiff.engine import default_grad, run_backward
+from ...autodiff import Function, enable_grad, grad, no_grad, set_grad_enabled
+from ...core.engine import default_grad, run_backward
 
 __all__ = ["Function", "backward", "enable_grad", "grad", "no_grad", "set_grad_enabled"]
 
@@ -17,7 +17,7 @@ __all__ = ["Function", "backward", "enable_grad", "grad", "no_grad", "set_grad_e
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False) -> None:
     """``torch.autograd.backward``: accumulate gradients of ``tensors`` into the leaves'
     ``.grad`` (one seed gradient per tensor; None for one-element tensors)."""
-    from .tensor import Tensor
+    from ...core.tensor import Tensor
 
     tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
     if grad_tensors is None or isinstance(grad_tensors, Tensor):

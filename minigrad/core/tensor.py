@@ -8,13 +8,12 @@ share one counter (``_vc``), so a change through any of them is seen by all.
 
 from __future__ import annotations
 
-from contextvars import ContextVar
+import operator
 
 import numpy as np
 
-from . import _backend as B
-from ._backend import random as _random
-from ._backend.dtypes import (
+from .. import _backend as B
+from .._backend.dtypes import (
     category,
     float32,
     float_result_type,
@@ -23,19 +22,12 @@ from ._backend.dtypes import (
     normalize_dtype,
     result_type,
 )
-from ._backend.sync_debug import check as _sync_check
-from ._backend.sync_debug import sync_mode as _sync_mode
+from .._backend.sync_debug import check as _sync_check
+from .._backend.sync_debug import sync_mode as _sync_mode
+from .errors import broadcast_shape
+from .modes import grad_enabled
 
-__all__ = [
-    "Tensor", "Parameter", "tensor", "zeros", "ones", "full", "empty", "arange", "linspace",
-    "eye", "randn", "rand", "randint", "normal", "uniform", "zeros_like", "ones_like",
-    "full_like", "manual_seed", "from_dlpack", "from_numpy", "as_tensor",
-]
-
-# A training step that owns the backward of its loss (``nn.Graph`` scales ``loss.backward()``
-# called inside ``build``) installs ``fn(tensor, dy, retain_graph, create_graph)`` here.
-backward_override: ContextVar = ContextVar("minigrad_backward_override", default=None)
-
+__all__ = ["Parameter", "Tensor"]
 
 def _to_array(data, dtype, device, copy=True):
     """``data`` as a backend array; a new one unless ``copy`` is False (``as_tensor``), so a
@@ -186,10 +178,6 @@ class Tensor:
         return self.creator
 
     @property
-    def T(self) -> "Tensor":
-        return F.transpose(self)
-
-    @property
     def is_cuda(self) -> bool:
         return self.device != "cpu"
 
@@ -220,52 +208,6 @@ class Tensor:
     def __dlpack_device__(self):
         return self.data.__dlpack_device__()
 
-    def astype(self, dtype) -> "Tensor":
-        """Differentiable cast; the gradient is cast back to this tensor's dtype."""
-        return F.cast(self, dtype)
-
-    def float(self) -> "Tensor":
-        return F.cast(self, float32)
-
-    def half(self) -> "Tensor":
-        return F.cast(self, B.float16)
-
-    def bfloat16(self) -> "Tensor":
-        return F.cast(self, B.bfloat16)
-
-    def to(self, *args, device=None, dtype=None, copy: bool = False,
-           non_blocking: bool = False) -> "Tensor":
-        """Move to a device and/or cast to a dtype (differentiable), in PyTorch's spellings.
-
-        ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other_tensor)`` (its device
-        and dtype) and the keywords ``device=``/``dtype=``. Returns ``self`` when nothing
-        changes, unless ``copy=True``. ``non_blocking`` is accepted (copies are synchronous).
-        """
-        for a in args:
-            if isinstance(a, Tensor):
-                got = {"device": a.device, "dtype": a.dtype}
-            elif isinstance(a, str) and a.split(":", 1)[0] in ("cpu", "cuda", "gpu"):
-                got = {"device": a}
-            elif a is not None:
-                got = {"dtype": normalize_dtype(a)}  # raises TypeError naming valid dtypes
-            else:
-                continue
-            for k, v in got.items():
-                if (device if k == "device" else dtype) is not None:
-                    raise TypeError(f"Tensor.to: {k} given twice (in {args!r} and keywords)")
-                if k == "device":
-                    device = v
-                else:
-                    dtype = v
-        out = self
-        if device is not None and B.normalize_device(device) != self.device:
-            out = F.to_device(out, device)
-        if dtype is not None:
-            out = F.cast(out, dtype)
-        if copy and out is self:
-            out = F.clone(self)
-        return out
-
     def cpu(self) -> "Tensor":
         return self.to("cpu")
 
@@ -278,30 +220,11 @@ class Tensor:
         t._vc = self._counter()
         return t
 
-    def clone(self) -> "Tensor":
-        return F.clone(self)
-
     def requires_grad_(self, flag: bool = True) -> "Tensor":
         if flag and not is_floating(self.dtype):
             raise TypeError(f"only floating tensors can require grad, got {self.dtype}")
         self.requires_grad = flag
         return self
-
-    # ----------------------------------------------------------------- autodiff
-    def backward(self, dy=None, retain_graph: bool | None = None, create_graph: bool = False):
-        """Accumulate d(self)/d(leaf) into ``.grad`` of every leaf that requires grad."""
-        override = backward_override.get()
-        if override is not None:
-            return override(self, dy, retain_graph, create_graph)
-        self._plain_backward(dy, retain_graph, create_graph)
-
-    def _plain_backward(self, dy=None, retain_graph=None, create_graph=False):
-        from .autodiff.engine import default_grad, run_backward
-
-        dy = default_grad(self, dy, "Tensor.backward")
-        if retain_graph is None:
-            retain_graph = create_graph
-        run_backward([self], [dy], retain_graph=retain_graph, create_graph=create_graph)
 
     def zero_grad(self) -> None:
         self._grad = None
@@ -372,14 +295,14 @@ class Tensor:
             raise TypeError(f"{what}: result type {res} can't be cast to the tensor's dtype {d} "
                             "in place; use the out-of-place op or cast the tensor first")
         if o is not None and other.shape != self.data.shape and \
-                F._utils.broadcast_shape(what, self.data.shape, other.shape) != self.data.shape:
+                broadcast_shape(what, self.data.shape, other.shape) != self.data.shape:
             raise ValueError(f"{what}: operand of shape {tuple(other.shape)} does not broadcast "
                              f"to the tensor's shape {self.shape} (an in-place result keeps "
                              "the tensor's shape)")
 
     def add_(self, other, alpha=1.0) -> "Tensor":
         if alpha != 1.0:  # through mul, so the operand's dtype and grad rules still apply
-            other = F.mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+            other = other * alpha
         return self._binary_inplace(other, B.get_array_module(self.data).add, "add_")
 
     def sub_(self, other) -> "Tensor":
@@ -405,16 +328,16 @@ class Tensor:
         return inplace(other)
 
     def __iadd__(self, other):
-        return self._augmented(other, self.add_, F.add)
+        return self._augmented(other, self.add_, operator.add)
 
     def __isub__(self, other):
-        return self._augmented(other, self.sub_, F.sub)
+        return self._augmented(other, self.sub_, operator.sub)
 
     def __imul__(self, other):
-        return self._augmented(other, self.mul_, F.mul)
+        return self._augmented(other, self.mul_, operator.mul)
 
     def __itruediv__(self, other):
-        return self._augmented(other, self.div_, F.div)
+        return self._augmented(other, self.div_, operator.truediv)
 
     def __setitem__(self, index, value):
         self._check_inplace("__setitem__")
@@ -432,81 +355,8 @@ class Tensor:
         self.data[index] = value.data if isinstance(value, Tensor) else value
         self._version += 1
 
-    # ----------------------------------------------------------------- operators
-    def __add__(self, other):
-        return F.add(self, other)
-
-    def __radd__(self, other):
-        return F.add(other, self)
-
-    def __sub__(self, other):
-        return F.sub(self, other)
-
-    def __rsub__(self, other):
-        return F.sub(other, self)
-
-    def __mul__(self, other):
-        return F.mul(self, other)
-
-    def __rmul__(self, other):
-        return F.mul(other, self)
-
-    def __truediv__(self, other):
-        return F.div(self, other)
-
-    def __rtruediv__(self, other):
-        return F.div(other, self)
-
-    def __pow__(self, other):
-        return F.pow(self, other)
-
-    def __rpow__(self, other):
-        return F.pow(other, self)
-
-    def __matmul__(self, other):
-        return F.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        return F.matmul(other, self)
-
-    def __neg__(self):
-        return F.neg(self)
-
     def __pos__(self):
         return self
-
-    def __abs__(self):
-        return F.abs(self)
-
-    def __eq__(self, other):
-        return F.equal(self, other)
-
-    def __ne__(self, other):
-        return F.not_equal(self, other)
-
-    def __lt__(self, other):
-        return F.less(self, other)
-
-    def __le__(self, other):
-        return F.less_equal(self, other)
-
-    def __gt__(self, other):
-        return F.greater(self, other)
-
-    def __ge__(self, other):
-        return F.greater_equal(self, other)
-
-    def __invert__(self):
-        return F.logical_not(self)
-
-    def __and__(self, other):
-        return F.logical_and(self, other)
-
-    def __or__(self, other):
-        return F.logical_or(self, other)
-
-    def __getitem__(self, index):
-        return F.getitem(self, index)
 
     def __len__(self) -> int:
         if self.data.ndim == 0:
@@ -535,66 +385,6 @@ class Tensor:
             raise TypeError("only integer tensors can be used as an index")
         return int(self.item())
 
-    # ----------------------------------------------------------------- methods
-    def reshape(self, *shape):
-        return F.reshape(self, shape[0] if len(shape) == 1 else shape)
-
-    view = reshape
-
-    def flatten(self, start_axis=0, end_axis=-1):
-        return F.flatten(self, start_axis, end_axis)
-
-    def transpose(self, *axes):
-        if len(axes) == 2 and all(isinstance(a, int) for a in axes):
-            return F.swapaxes(self, axes[0], axes[1])
-        return F.transpose(self, axes[0] if len(axes) == 1 else (axes or None))
-
-    def swapaxes(self, axis1, axis2):
-        return F.swapaxes(self, axis1, axis2)
-
-    def permute(self, *axes):
-        return F.transpose(self, axes[0] if len(axes) == 1 else axes)
-
-    def squeeze(self, axis=None):
-        return F.squeeze(self, axis)
-
-    def unsqueeze(self, axis):
-        return F.expand_dims(self, axis)
-
-    expand_dims = unsqueeze
-
-    def broadcast_to(self, *shape):
-        return F.broadcast_to(self, shape[0] if len(shape) == 1 else shape)
-
-    expand = broadcast_to
-
-    def sum(self, axis=None, keepdims=False):
-        return F.sum(self, axis, keepdims)
-
-    def mean(self, axis=None, keepdims=False):
-        return F.mean(self, axis, keepdims)
-
-    def var(self, axis=None, keepdims=False, ddof=0):
-        return F.var(self, axis, keepdims, ddof=ddof)
-
-    def std(self, axis=None, keepdims=False, ddof=0):
-        return F.std(self, axis, keepdims, ddof=ddof)
-
-    def max(self, axis=None, keepdims=False):
-        return F.max(self, axis, keepdims)
-
-    def min(self, axis=None, keepdims=False):
-        return F.min(self, axis, keepdims)
-
-    def argmax(self, axis=None, keepdims=False):
-        return F.argmax(self, axis, keepdims)
-
-    def argmin(self, axis=None, keepdims=False):
-        return F.argmin(self, axis, keepdims)
-
-    def prod(self, axis=None, keepdims=False):
-        return F.prod(self, axis, keepdims)
-
     def any(self, axis=None, keepdims=False):
         xp = B.get_array_module(self.data)  # asarray: NumPy returns a scalar over all axes
         return Tensor._make(xp.asarray(xp.any(self.data, axis, keepdims=keepdims)), False,
@@ -604,41 +394,6 @@ class Tensor:
         xp = B.get_array_module(self.data)
         return Tensor._make(xp.asarray(xp.all(self.data, axis, keepdims=keepdims)), False,
                             None, 0)
-
-    def exp(self):
-        return F.exp(self)
-
-    def log(self):
-        return F.log(self)
-
-    def sqrt(self):
-        return F.sqrt(self)
-
-    def abs(self):
-        return F.abs(self)
-
-    def relu(self):
-        return F.relu(self)
-
-    def sigmoid(self):
-        return F.sigmoid(self)
-
-    def tanh(self):
-        return F.tanh(self)
-
-    def clip(self, lower=None, upper=None):
-        return F.clip(self, lower, upper)
-
-    clamp = clip
-
-    def matmul(self, other):
-        return F.matmul(self, other)
-
-    def pow(self, exponent):
-        return F.pow(self, exponent)
-
-    def softmax(self, axis=-1):
-        return F.softmax(self, axis)
 
     def __repr__(self) -> str:
         body = np.array2string(self.numpy().astype(np.float32) if self.dtype == B.bfloat16
@@ -675,205 +430,3 @@ def _same_array(t: Tensor, dtype, device) -> bool:
     """Whether ``t``'s array already has ``dtype`` and lives on ``device`` (None: any)."""
     return ((dtype is None or normalize_dtype(dtype) == t.dtype)
             and (device is None or B.normalize_device(device) == t.device))
-
-
-def from_numpy(array) -> Tensor:
-    """A Tensor sharing ``array``'s memory (PyTorch's ``torch.from_numpy``): writes through
-    either are seen by both."""
-    if type(array) is not np.ndarray:
-        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
-    return Tensor(array, copy=False)
-
-
-def as_tensor(data, dtype=None, device=None) -> Tensor:
-    """``data`` as a Tensor without a copy when it is already an array (or Tensor) of
-    ``dtype`` on ``device``, sharing its memory (and a Tensor's version counter); a new Tensor
-    otherwise (PyTorch's ``torch.as_tensor``)."""
-    if isinstance(data, Tensor):
-        if _same_array(data, dtype, device):
-            return data
-        return data.to(device or data.device).astype(dtype or data.dtype)
-    return Tensor(data, dtype=dtype, device=device, copy=False)
-
-
-# --------------------------------------------------------------------- creation functions
-def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """Create a Tensor from a list, scalar, NumPy or CuPy array (see :class:`Tensor`)."""
-    return Tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
-
-
-def _shape(shape, op: str = "tensor creation"):
-    """``shape`` (``*ints`` or one tuple/list) as a tuple of non-negative ints, or a clear error."""
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = shape[0]
-    try:
-        dims = tuple(d.__index__() for d in shape)  # ints, NumPy ints; not floats
-    except (AttributeError, TypeError):
-        raise TypeError(f"{op}: sizes must be ints, got shape {tuple(shape)!r}") from None
-    for d in dims:
-        if d < 0:
-            raise ValueError(f"{op}: negative dimension {d} in shape {dims}; every size must be "
-                             ">= 0")
-    return dims
-
-
-def _size(size, op: str):
-    return _shape((size,) if isinstance(size, int) else size, op)
-
-
-def _xp(device):
-    device = B.normalize_device(device)
-    if device == "cpu":
-        return np, device
-    B._require_cuda(device)
-    return B.cupy, device
-
-
-def _created(arr, device, requires_grad):
-    if device != "cpu":
-        arr = B.to_device(arr, device)
-    return Tensor(arr, requires_grad=requires_grad) if requires_grad else Tensor._make(
-        arr, False, None, 0)
-
-
-def zeros(*shape, dtype=float32, device=None, requires_grad=False) -> Tensor:
-    """A tensor of zeros."""
-    xp, device = _xp(device)
-    with _on(device):
-        return _created(xp.zeros(_shape(shape, "zeros"), dtype=normalize_dtype(dtype)), device,
-                        requires_grad)
-
-
-def ones(*shape, dtype=float32, device=None, requires_grad=False) -> Tensor:
-    """A tensor of ones."""
-    xp, device = _xp(device)
-    with _on(device):
-        return _created(xp.ones(_shape(shape, "ones"), dtype=normalize_dtype(dtype)), device,
-                        requires_grad)
-
-
-def empty(*shape, dtype=float32, device=None, requires_grad=False) -> Tensor:
-    xp, device = _xp(device)
-    with _on(device):
-        return _created(xp.empty(_shape(shape, "empty"), dtype=normalize_dtype(dtype)), device,
-                        requires_grad)
-
-
-def full(shape, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """A tensor filled with ``fill_value`` (float32 for a Python float)."""
-    if dtype is None:
-        dtype = float32 if isinstance(fill_value, float) else np.asarray(fill_value).dtype
-    xp, device = _xp(device)
-    shape = _size(shape, "full")
-    with _on(device):
-        return _created(xp.full(shape, fill_value, dtype=normalize_dtype(dtype)), device,
-                        requires_grad)
-
-
-def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
-    """Evenly spaced values in ``[start, stop)`` (int64 for ints, float32 for floats)."""
-    if stop is None:
-        start, stop = 0, start
-    if dtype is None:
-        dtype = np.int64 if all(isinstance(v, int) for v in (start, stop, step)) else float32
-    xp, device = _xp(device)
-    with _on(device):
-        return _created(xp.arange(start, stop, step, dtype=normalize_dtype(dtype)), device, False)
-
-
-def linspace(start, stop, num, dtype=float32, device=None) -> Tensor:
-    xp, device = _xp(device)
-    with _on(device):
-        return _created(xp.linspace(start, stop, num, dtype=normalize_dtype(dtype)), device, False)
-
-
-def eye(n, m=None, dtype=float32, device=None) -> Tensor:
-    xp, device = _xp(device)
-    with _on(device):
-        return _created(xp.eye(n, m, dtype=normalize_dtype(dtype)), device, False)
-
-
-def _random_array(device, draw, dtype):
-    device = B.normalize_device(device)
-    gen = _random.generator(device)
-    arr = draw(gen)
-    return arr.astype(normalize_dtype(dtype), copy=False)
-
-
-def randn(*shape, dtype=float32, device=None, requires_grad=False) -> Tensor:
-    """Standard normal samples from the global generator (see ``mg.manual_seed``)."""
-    arr = _random_array(device,
-                        lambda g: g.standard_normal(_shape(shape, "randn"), dtype=np.float32),
-                        dtype)
-    return _created(arr, B.device_of(arr), requires_grad)
-
-
-def rand(*shape, dtype=float32, device=None, requires_grad=False) -> Tensor:
-    """Uniform samples in [0, 1)."""
-    arr = _random_array(device, lambda g: g.random(_shape(shape, "rand"), dtype=np.float32), dtype)
-    return _created(arr, B.device_of(arr), requires_grad)
-
-
-def normal(mean=0.0, std=1.0, size=(), dtype=float32, device=None) -> Tensor:
-    """Samples of ``N(mean, std**2)`` from the global generator."""
-    size = _size(size, "normal")
-    arr = _random_array(device, lambda g: _random.normal(g, mean, std, size), dtype)
-    return _created(arr, B.device_of(arr), False)
-
-
-def uniform(low=0.0, high=1.0, size=(), dtype=float32, device=None) -> Tensor:
-    """Samples of ``U[low, high)`` from the global generator."""
-    size = _size(size, "uniform")
-    arr = _random_array(device, lambda g: _random.uniform(g, low, high, size), dtype)
-    return _created(arr, B.device_of(arr), False)
-
-
-def randint(low, high=None, size=(), dtype=np.int64, device=None) -> Tensor:
-    if high is None:
-        low, high = 0, low
-    size = _size(size, "randint")
-    arr = _random_array(device, lambda g: g.integers(low, high, size), dtype)
-    return _created(arr, B.device_of(arr), False)
-
-
-def zeros_like(t: Tensor, dtype=None, requires_grad=False) -> Tensor:
-    return zeros(t.shape, dtype=dtype or t.dtype, device=t.device, requires_grad=requires_grad)
-
-
-def ones_like(t: Tensor, dtype=None, requires_grad=False) -> Tensor:
-    return ones(t.shape, dtype=dtype or t.dtype, device=t.device, requires_grad=requires_grad)
-
-
-def full_like(t: Tensor, fill_value, dtype=None) -> Tensor:
-    return full(t.shape, fill_value, dtype=dtype or t.dtype, device=t.device)
-
-
-def manual_seed(seed: int) -> None:
-    """Seed minigrad's random generators (CPU and GPU)."""
-    _random.manual_seed(seed)
-
-
-def from_dlpack(obj) -> Tensor:
-    """Wrap a DLPack-exporting array (NumPy, CuPy, PyTorch...) as a Tensor without copying."""
-    return Tensor._make(B.from_dlpack(obj), False, None, 0)
-
-
-class _on:
-    """Make ``device`` current for CuPy allocations (no-op on the CPU)."""
-
-    __slots__ = ("ctx",)
-
-    def __init__(self, device):
-        self.ctx = None if device == "cpu" else B.cupy.cuda.Device(int(device.split(":")[1]))
-
-    def __enter__(self):
-        if self.ctx is not None:
-            self.ctx.__enter__()
-
-    def __exit__(self, *exc):
-        if self.ctx is not None:
-            self.ctx.__exit__(*exc)
-
-
-from . import functional as F  # noqa: E402  (operators are sugar over F; F needs Tensor first)
-from .autodiff.grad_mode import grad_enabled  # noqa: E402  (autodiff needs Tensor first)

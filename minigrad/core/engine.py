@@ -7,26 +7,22 @@ precision policy cleared: every node replays the dtypes it recorded in forward (
 from __future__ import annotations
 
 import weakref
-from contextvars import ContextVar
 
 import numpy as np
 
-from .._backend import is_shared_memory
+from .._backend import get_array_module, is_shared_memory
 from .._backend.dtypes import is_floating
-from ..tensor import Tensor
-from .function import dispatch_hooks, dispatch_policy
-from .grad_mode import grad_enabled
+from .function import Cast
+from .creation import ones_like, tensor
+from .modes import (
+    backward_seed, current_backward_node, dispatch_hooks, dispatch_policy, grad_enabled,
+)
+from .tensor import Tensor
 
-__all__ = ["run_backward", "grad", "current_backward_node", "register_grad_ready_hook"]
+__all__ = ["backward", "grad", "register_grad_ready_hook", "run_backward"]
 
 _np_generic = np.generic
 _np_asarray = np.asarray
-
-# The node whose backward is running, for debug hooks (dtype trace, overflow localisation) that
-# attribute ops dispatched inside a backward to it. Set only while hooks are installed, so a
-# normal backward pays nothing for it.
-current_backward_node: ContextVar = ContextVar("minigrad_backward_node", default=None)
-
 
 # Gradient-ready hooks for data-parallel bucketing (minigrad.distributed): weak references to
 # objects with ``watched`` (id -> leaf tensor), ``active``, ``begin()``, ``ready(leaf)`` (called
@@ -252,8 +248,6 @@ def _own_grad(g, owners: set, is_seed: bool):
 
 
 def _zeros_like_meta(fn, shape, dtype):
-    from .._backend import get_array_module
-
     ref = next(x.data for x in fn.inputs if isinstance(x, Tensor))
     return get_array_module(ref).zeros(shape, dtype=dtype)
 
@@ -273,8 +267,6 @@ def _as_list(x):
 
 def default_grad(y: Tensor, dy, what: str = "backward") -> Tensor:
     """Check or make the seed gradient for ``y``: ones for a one-element ``y``."""
-    from ..tensor import ones_like, tensor
-
     if dy is None:
         if y.size != 1:
             raise RuntimeError(
@@ -290,7 +282,7 @@ def default_grad(y: Tensor, dy, what: str = "backward") -> Tensor:
             raise ValueError(
                 f"{what}: dy has shape {dy.shape} but y has shape {y.shape}; they must match")
     if dy.dtype != y.dtype and is_floating(y.dtype):
-        dy = dy.astype(y.dtype)
+        dy = Cast.apply(dy, dtype=y.dtype)
     return dy
 
 
@@ -336,3 +328,22 @@ def grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=No
                 raise RuntimeError(f"grad: input {i} (shape {ins[i].shape}) is not used by the "
                                    "outputs; pass allow_unused=True to get None for it")
     return res[0] if single else tuple(res)
+
+
+def backward(self: Tensor, dy=None, retain_graph: bool | None = None,
+             create_graph: bool = False) -> None:
+    """Accumulate d(self)/d(leaf) into ``.grad`` of every leaf that requires grad.
+
+    Inside a training step that owns ``loss.backward()`` (``modes.backward_seed``, set by
+    OneFlow's ``nn.Graph``), the step first maps ``self`` to the tensor it differentiates.
+    """
+    seed = backward_seed.get()
+    root = self if seed is None else seed(self)
+    dy = default_grad(root, dy, "Tensor.backward")
+    if retain_graph is None:
+        retain_graph = create_graph
+    run_backward([root], [dy], retain_graph=retain_graph, create_graph=create_graph)
+
+
+# The engine sits above Tensor, so it installs the method that calls it.
+Tensor.backward = backward

@@ -1,0 +1,214 @@
+"""Creation functions: tensors from data, constants, ranges and random draws."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _backend as B
+from .._backend import random as _random
+from .._backend.dtypes import float32, normalize_dtype
+from .tensor import Tensor, _same_array
+
+__all__ = [
+    "tensor", "zeros", "ones", "full", "empty", "arange", "linspace", "eye", "randn", "rand",
+    "randint", "normal", "uniform", "zeros_like", "ones_like", "full_like", "manual_seed",
+    "from_dlpack", "from_numpy", "as_tensor",
+]
+
+
+def from_numpy(array) -> Tensor:
+    """A Tensor sharing ``array``'s memory (PyTorch's ``torch.from_numpy``): writes through
+    either are seen by both."""
+    if type(array) is not np.ndarray:
+        raise TypeError(f"from_numpy: expected a numpy.ndarray, got {type(array).__name__}")
+    return Tensor(array, copy=False)
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """``data`` as a Tensor without a copy when it is already an array (or Tensor) of
+    ``dtype`` on ``device``, sharing its memory (and a Tensor's version counter); a new Tensor
+    otherwise (PyTorch's ``torch.as_tensor``)."""
+    if isinstance(data, Tensor):
+        if _same_array(data, dtype, device):
+            return data
+        return data.to(device or data.device).astype(dtype or data.dtype)
+    return Tensor(data, dtype=dtype, device=device, copy=False)
+
+
+# --------------------------------------------------------------------- creation functions
+def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Create a Tensor from a list, scalar, NumPy or CuPy array (see :class:`Tensor`)."""
+    return Tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def _shape(shape, op: str = "tensor creation"):
+    """``shape`` (``*ints`` or one tuple/list) as a tuple of non-negative ints, or a clear error."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    try:
+        dims = tuple(d.__index__() for d in shape)  # ints, NumPy ints; not floats
+    except (AttributeError, TypeError):
+        raise TypeError(f"{op}: sizes must be ints, got shape {tuple(shape)!r}") from None
+    for d in dims:
+        if d < 0:
+            raise ValueError(f"{op}: negative dimension {d} in shape {dims}; every size must be "
+                             ">= 0")
+    return dims
+
+
+def _size(size, op: str):
+    return _shape((size,) if isinstance(size, int) else size, op)
+
+
+def _xp(device):
+    device = B.normalize_device(device)
+    if device == "cpu":
+        return np, device
+    B._require_cuda(device)
+    return B.cupy, device
+
+
+def _created(arr, device, requires_grad):
+    if device != "cpu":
+        arr = B.to_device(arr, device)
+    return Tensor(arr, requires_grad=requires_grad) if requires_grad else Tensor._make(
+        arr, False, None, 0)
+
+
+def zeros(*shape, dtype=float32, device=None, requires_grad=False) -> Tensor:
+    """A tensor of zeros."""
+    xp, device = _xp(device)
+    with _on(device):
+        return _created(xp.zeros(_shape(shape, "zeros"), dtype=normalize_dtype(dtype)), device,
+                        requires_grad)
+
+
+def ones(*shape, dtype=float32, device=None, requires_grad=False) -> Tensor:
+    """A tensor of ones."""
+    xp, device = _xp(device)
+    with _on(device):
+        return _created(xp.ones(_shape(shape, "ones"), dtype=normalize_dtype(dtype)), device,
+                        requires_grad)
+
+
+def empty(*shape, dtype=float32, device=None, requires_grad=False) -> Tensor:
+    xp, device = _xp(device)
+    with _on(device):
+        return _created(xp.empty(_shape(shape, "empty"), dtype=normalize_dtype(dtype)), device,
+                        requires_grad)
+
+
+def full(shape, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor filled with ``fill_value`` (float32 for a Python float)."""
+    if dtype is None:
+        dtype = float32 if isinstance(fill_value, float) else np.asarray(fill_value).dtype
+    xp, device = _xp(device)
+    shape = _size(shape, "full")
+    with _on(device):
+        return _created(xp.full(shape, fill_value, dtype=normalize_dtype(dtype)), device,
+                        requires_grad)
+
+
+def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
+    """Evenly spaced values in ``[start, stop)`` (int64 for ints, float32 for floats)."""
+    if stop is None:
+        start, stop = 0, start
+    if dtype is None:
+        dtype = np.int64 if all(isinstance(v, int) for v in (start, stop, step)) else float32
+    xp, device = _xp(device)
+    with _on(device):
+        return _created(xp.arange(start, stop, step, dtype=normalize_dtype(dtype)), device, False)
+
+
+def linspace(start, stop, num, dtype=float32, device=None) -> Tensor:
+    xp, device = _xp(device)
+    with _on(device):
+        return _created(xp.linspace(start, stop, num, dtype=normalize_dtype(dtype)), device, False)
+
+
+def eye(n, m=None, dtype=float32, device=None) -> Tensor:
+    xp, device = _xp(device)
+    with _on(device):
+        return _created(xp.eye(n, m, dtype=normalize_dtype(dtype)), device, False)
+
+
+def _random_array(device, draw, dtype):
+    device = B.normalize_device(device)
+    gen = _random.generator(device)
+    arr = draw(gen)
+    return arr.astype(normalize_dtype(dtype), copy=False)
+
+
+def randn(*shape, dtype=float32, device=None, requires_grad=False) -> Tensor:
+    """Standard normal samples from the global generator (see ``mg.manual_seed``)."""
+    arr = _random_array(device,
+                        lambda g: g.standard_normal(_shape(shape, "randn"), dtype=np.float32),
+                        dtype)
+    return _created(arr, B.device_of(arr), requires_grad)
+
+
+def rand(*shape, dtype=float32, device=None, requires_grad=False) -> Tensor:
+    """Uniform samples in [0, 1)."""
+    arr = _random_array(device, lambda g: g.random(_shape(shape, "rand"), dtype=np.float32), dtype)
+    return _created(arr, B.device_of(arr), requires_grad)
+
+
+def normal(mean=0.0, std=1.0, size=(), dtype=float32, device=None) -> Tensor:
+    """Samples of ``N(mean, std**2)`` from the global generator."""
+    size = _size(size, "normal")
+    arr = _random_array(device, lambda g: _random.normal(g, mean, std, size), dtype)
+    return _created(arr, B.device_of(arr), False)
+
+
+def uniform(low=0.0, high=1.0, size=(), dtype=float32, device=None) -> Tensor:
+    """Samples of ``U[low, high)`` from the global generator."""
+    size = _size(size, "uniform")
+    arr = _random_array(device, lambda g: _random.uniform(g, low, high, size), dtype)
+    return _created(arr, B.device_of(arr), False)
+
+
+def randint(low, high=None, size=(), dtype=np.int64, device=None) -> Tensor:
+    if high is None:
+        low, high = 0, low
+    size = _size(size, "randint")
+    arr = _random_array(device, lambda g: g.integers(low, high, size), dtype)
+    return _created(arr, B.device_of(arr), False)
+
+
+def zeros_like(t: Tensor, dtype=None, requires_grad=False) -> Tensor:
+    return zeros(t.shape, dtype=dtype or t.dtype, device=t.device, requires_grad=requires_grad)
+
+
+def ones_like(t: Tensor, dtype=None, requires_grad=False) -> Tensor:
+    return ones(t.shape, dtype=dtype or t.dtype, device=t.device, requires_grad=requires_grad)
+
+
+def full_like(t: Tensor, fill_value, dtype=None) -> Tensor:
+    return full(t.shape, fill_value, dtype=dtype or t.dtype, device=t.device)
+
+
+def manual_seed(seed: int) -> None:
+    """Seed minigrad's random generators (CPU and GPU)."""
+    _random.manual_seed(seed)
+
+
+def from_dlpack(obj) -> Tensor:
+    """Wrap a DLPack-exporting array (NumPy, CuPy, PyTorch...) as a Tensor without copying."""
+    return Tensor._make(B.from_dlpack(obj), False, None, 0)
+
+
+class _on:
+    """Make ``device`` current for CuPy allocations (no-op on the CPU)."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self, device):
+        self.ctx = None if device == "cpu" else B.cupy.cuda.Device(int(device.split(":")[1]))
+
+    def __enter__(self):
+        if self.ctx is not None:
+            self.ctx.__enter__()
+
+    def __exit__(self, *exc):
+        if self.ctx is not None:
+            self.ctx.__exit__(*exc)
