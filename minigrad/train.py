@@ -24,6 +24,7 @@ alone shows progress, writes the checkpoint and the plots; every rank resumes fr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -32,7 +33,6 @@ import numpy as np
 
 from . import _backend as B
 from . import amp  # also MindSpore's spelling: `from minigrad.train import amp`
-from . import cuda
 from . import functional as F
 from ._backend import random as _random
 from .autodiff import GradManager, no_grad
@@ -128,14 +128,6 @@ def _evaluate(model, loader, autocast_ctx) -> float:
     return correct / max(total, 1)
 
 
-class _NullCtx:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
 def main(argv=None) -> dict:
     """Run the job; ``argv`` defaults to ``sys.argv[1:]``.
 
@@ -167,31 +159,103 @@ def main(argv=None) -> dict:
             dist.destroy_process_group()
 
 
+def _device(device, dist) -> str:
+    """The run's device: ``--device``, else a rank's own GPU with NCCL (MPI reduces host
+    buffers, so its ranks train on the CPU), else the GPU when CuPy sees one."""
+    if device is None and dist is not None:
+        device = f"cuda:{dist.get_local_rank()}" if dist.get_backend() == "nccl" else "cpu"
+    return B.normalize_device(device or ("cuda" if B.cuda_available() else "cpu"))
+
+
+def _digits(limit):
+    """The digits splits, standardised with the training set's statistics (LeNet's default
+    init trains far more reliably on zero-mean, unit-variance inputs than on raw pixels)."""
+    x_train, y_train = digits("train")
+    x_test, y_test = digits("test")
+    mean, std = float(x_train.mean()), float(x_train.std())
+    x_train = (x_train - mean) / std
+    x_test = (x_test - mean) / std
+    if limit is not None:
+        x_train, y_train = x_train[:limit], y_train[:limit]
+        x_test, y_test = x_test[:limit], y_test[:limit]
+    return x_train, y_train, x_test, y_test
+
+
+def _resume(ckpt_path, device, config, lead, model, opt, sched, scaler, loader):
+    """Load the checkpoint into the run's objects: ``(history, epoch)``, or None without one."""
+    if not os.path.exists(ckpt_path):
+        if lead:
+            print(f"minigrad-train: no checkpoint at {ckpt_path}; starting from scratch",
+                  file=sys.stderr)
+        return None
+    state = load(ckpt_path, device=device)
+    changed = {k: (state["config"].get(k), v) for k, v in config.items()
+               if state["config"].get(k) != v}
+    if changed and lead:
+        print(f"minigrad-train: warning: resuming with changed settings {changed} "
+              "(the run will not match an uninterrupted one)", file=sys.stderr)
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["optimizer"])
+    sched.load_state_dict(state["scheduler"])
+    if scaler is not None and state["scaler"]:
+        scaler.load_state_dict(state["scaler"])
+    _random.set_state(state["rng"])
+    loader.load_state_dict(state["loader"])
+    return state["history"], int(state["epoch"])
+
+
+@contextlib.contextmanager
+def _step_context(fp16: bool, autocast_ctx):
+    # float16 overflow is expected under loss scaling (the scaler detects it and skips the
+    # step), so NumPy's overflow warnings would only be noise; float32 runs keep them.
+    with np.errstate(over="ignore", invalid="ignore") if fp16 else contextlib.nullcontext():
+        with autocast_ctx():
+            yield
+
+
+def _train_epoch(loader, bar, model, gm, opt, scaler, step_ctx, t0):
+    """One pass over ``loader``: ``(loss sum, correct, seen)`` over this rank's shard."""
+    fp16 = scaler is not None and scaler.is_enabled()
+    loss_sum = 0.0
+    correct = seen = 0
+    for step, (x, y) in enumerate(bar if bar is not None else loader):
+        with step_ctx():
+            with gm:
+                logits = model(x)
+                loss = F.cross_entropy(logits, y)
+                if scaler is not None:
+                    scaler.backward(gm, loss)
+                else:
+                    gm.backward(loss)
+        opt.step().clear_grad()
+        xp = B.get_array_module(logits.data)
+        n = y.shape[0]
+        loss_sum += float(loss.item()) * n
+        correct += int((xp.argmax(logits.data, axis=1) == y.data).sum())
+        seen += n
+        if bar is not None and (step % 5 == 0 or step == len(loader) - 1):
+            bar.set_postfix({  # a dict keeps this order (keywords would be sorted)
+                "loss": f"{loss_sum / seen:.4f}", "acc": f"{correct / seen:.3f}",
+                "img/s": f"{seen / (time.perf_counter() - t0):.0f}",
+                "scale": f"{scaler.scale_factor:g}" if fp16 else "off"})
+    if bar is not None:
+        bar.close()
+    return loss_sum, correct, seen
+
+
 def _run(args, dist, rank: int, world: int) -> dict:
     from .models import lenet5
 
     lead = rank == 0  # the rank that prints, plots and writes checkpoints
     log = print if lead else (lambda *a, **k: None)
-    if args.device is None and dist is not None:
-        # one GPU per rank with NCCL; MPI reduces host buffers, so its ranks train on the CPU
-        args.device = f"cuda:{dist.get_local_rank()}" if dist.get_backend() == "nccl" else "cpu"
-    device = B.normalize_device(args.device or ("cuda" if cuda.is_available() else "cpu"))
+    device = _device(args.device, dist)
     use_amp = not args.no_amp
     amp_dtype = "bfloat16" if args.bf16 else "float16"
     os.makedirs(args.out, exist_ok=True)
     ckpt_path = os.path.join(args.out, CHECKPOINT)
 
     manual_seed(args.seed)
-    x_train, y_train = digits("train")
-    x_test, y_test = digits("test")
-    # Standardise with the training set's statistics: LeNet's default init trains far more
-    # reliably on zero-mean, unit-variance inputs than on the raw [0, 1] pixels.
-    mean, std = float(x_train.mean()), float(x_train.std())
-    x_train = (x_train - mean) / std
-    x_test = (x_test - mean) / std
-    if args.limit is not None:
-        x_train, y_train = x_train[:args.limit], y_train[:args.limit]
-        x_test, y_test = x_test[:args.limit], y_test[:args.limit]
+    x_train, y_train, x_test, y_test = _digits(args.limit)
     model = lenet5().to(device)
     opt = SGD(model.parameters(), lr=args.lr, momentum=args.momentum)
     # Annealing to zero makes the final accuracy a property of the run, not of its last batches.
@@ -216,67 +280,26 @@ def _run(args, dist, rank: int, world: int) -> dict:
 
     start_epoch = 0
     if args.resume:
-        if os.path.exists(ckpt_path):
-            state = load(ckpt_path, device=device)
-            changed = {k: (state["config"].get(k), v) for k, v in config.items()
-                       if state["config"].get(k) != v}
-            if changed and lead:
-                print(f"minigrad-train: warning: resuming with changed settings {changed} "
-                      "(the run will not match an uninterrupted one)", file=sys.stderr)
-            model.load_state_dict(state["model"])
-            opt.load_state_dict(state["optimizer"])
-            sched.load_state_dict(state["scheduler"])
-            if scaler is not None and state["scaler"]:
-                scaler.load_state_dict(state["scaler"])
-            _random.set_state(state["rng"])
-            loader.load_state_dict(state["loader"])
-            history = state["history"]
-            start_epoch = int(state["epoch"])
+        resumed = _resume(ckpt_path, device, config, lead, model, opt, sched, scaler, loader)
+        if resumed is not None:
+            history, start_epoch = resumed
             log(f"resumed from {ckpt_path} after epoch {start_epoch}")
-        elif lead:
-            print(f"minigrad-train: no checkpoint at {ckpt_path}; starting from scratch",
-                  file=sys.stderr)
 
-    autocast_ctx = (lambda: amp.autocast(dtype=amp_dtype)) if use_amp else _NullCtx
+    autocast_ctx = (lambda: amp.autocast(dtype=amp_dtype)) if use_amp else contextlib.nullcontext
     show = not args.no_progress and lead
-    # float16 overflow is expected under loss scaling (the scaler detects it and skips the
-    # step), so NumPy's overflow warnings would only be noise; float32 runs keep them.
     fp16 = scaler is not None and scaler.is_enabled()
-    errstate = (lambda: np.errstate(over="ignore", invalid="ignore")) if fp16 else _NullCtx
     wall = 0.0
     for epoch in range(start_epoch, args.epochs):
         loader.set_epoch(epoch)
         bar = _progress(loader, show, desc=f"epoch {epoch + 1}/{args.epochs}", unit="batch",
                         leave=False)
         t0 = time.perf_counter()
-        loss_sum = 0.0
-        correct = seen = 0
-        for step, (x, y) in enumerate(bar if bar is not None else loader):
-            with errstate(), autocast_ctx():
-                with gm:
-                    logits = model(x)
-                    loss = F.cross_entropy(logits, y)
-                    if scaler is not None:
-                        scaler.backward(gm, loss)
-                    else:
-                        gm.backward(loss)
-            opt.step().clear_grad()
-            xp = B.get_array_module(logits.data)
-            n = y.shape[0]
-            loss_sum += float(loss.item()) * n
-            correct += int((xp.argmax(logits.data, axis=1) == y.data).sum())
-            seen += n
-            if bar is not None and (step % 5 == 0 or step == len(loader) - 1):
-                bar.set_postfix({  # a dict keeps this order (keywords would be sorted)
-                    "loss": f"{loss_sum / seen:.4f}", "acc": f"{correct / seen:.3f}",
-                    "img/s": f"{seen / (time.perf_counter() - t0):.0f}",
-                    "scale": f"{scaler.scale_factor:g}" if fp16 else "off"})
-        if bar is not None:
-            bar.close()
-        sched.step()
+        loss_sum, correct, seen = _train_epoch(loader, bar, model, gm, opt, scaler,
+                                               lambda: _step_context(fp16, autocast_ctx), t0)
         if dist is not None:  # epoch statistics over all ranks' shards
             totals = Tensor(np.array([loss_sum, correct, seen], np.float64))
             loss_sum, correct, seen = dist.all_reduce(totals).numpy().tolist()
+        sched.step()
         elapsed = time.perf_counter() - t0
         wall += elapsed
         test_acc = _evaluate(model, test_loader, autocast_ctx)
@@ -290,15 +313,20 @@ def _run(args, dist, rank: int, world: int) -> dict:
               + (f", loss scale {scaler.scale_factor:g})" if fp16 else ")"))
         if lead:
             save({"model": model.state_dict(), "optimizer": opt.state_dict(),
-                  "scheduler": sched.state_dict(),
-                  "scaler": scaler.state_dict() if scaler is not None else {},
-                  "epoch": epoch + 1, "rng": _random.get_state(), "loader": loader.state_dict(),
-                  "history": history, "config": config}, ckpt_path)
+                  "scheduler": sched.state_dict(), "scaler": scaler.state_dict() if scaler
+                  is not None else {}, "epoch": epoch + 1, "rng": _random.get_state(),
+                  "loader": loader.state_dict(), "history": history, "config": config}, ckpt_path)
         if dist is not None:
             dist.barrier()  # nobody resumes from a checkpoint still being written
         if stop:
             break
 
+    return _summary(args, history, scaler, wall, device, ckpt_path, model, lead, log)
+
+
+def _summary(args, history, scaler, wall, device, ckpt_path, model, lead, log) -> dict:
+    """Plot the curves (the lead rank), print the last line and return the run's results."""
+    fp16 = scaler is not None and scaler.is_enabled()
     curves = (_plot(history, os.path.join(args.out, "curves.png"))
               if history["loss"] and lead else None)
     if fp16 and scaler.history and curves is not None:  # the loss scale over steps, skips marked
@@ -312,6 +340,7 @@ def _run(args, dist, rank: int, world: int) -> dict:
             "wall_time": wall, "skipped_steps": skipped, "epochs": len(history["loss"]),
             "history": history, "checkpoint": ckpt_path, "curves": curves, "device": device,
             "model": model}
+
 
 
 def cli() -> int:

@@ -20,7 +20,7 @@ import pytest
 
 import minigrad as mg
 import minigrad.functional as F
-from minigrad._backend import cublas_gemm, cuda_graph, cudnn_conv, fused, kernels
+from minigrad._backend import cublas_gemm, cuda_graph, cudnn_conv, fused, kernels, matmul_paths
 from minigrad.optimizer import SGD, Adam, AdamW
 
 GPU = mg.cuda.is_available()
@@ -213,13 +213,15 @@ def test_unscale_flag_drives_skipped_update():
 def test_cpu_matmul_paths(rng):
     a = rng.standard_normal((3, 4, 5)).astype(np.float16)
     b = rng.standard_normal((5, 6)).astype(np.float16)
-    y = F.matmul(mg.tensor(a), mg.tensor(b))
-    assert kernels.last_matmul_path["path"] == "cpu-emulated-fp32-accumulate"
+    with matmul_paths.record() as paths:
+        y = F.matmul(mg.tensor(a), mg.tensor(b))
+    assert paths == ["cpu-emulated-fp32-accumulate"]
     assert y.dtype == mg.float16
     ref = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)
     np.testing.assert_array_equal(y.numpy(), ref)
-    F.matmul(mg.tensor(a.astype(np.float32)), mg.tensor(b.astype(np.float32)))
-    assert kernels.last_matmul_path["path"] == "cpu"
+    with matmul_paths.record() as paths:
+        F.matmul(mg.tensor(a.astype(np.float32)), mg.tensor(b.astype(np.float32)))
+    assert paths == ["cpu"]
 
 
 # ----------------------------------------------------------------------------- no-GPU behaviour
@@ -446,8 +448,9 @@ def test_gpu_batched_matmul_paths(dtype, rng):
     for sa, sb, path in cases:
         a = rng.standard_normal(sa).astype(np.float32).astype(dt)
         b = rng.standard_normal(sb).astype(np.float32).astype(dt)
-        y = kernels.matmul(cupy.asarray(a), cupy.asarray(b))
-        assert kernels.last_matmul_path["path"] == path, (sa, sb)
+        with matmul_paths.record() as paths:
+            y = kernels.matmul(cupy.asarray(a), cupy.asarray(b))
+        assert paths[-1] == path, (sa, sb)
         assert y.dtype == dt
         ref = np.matmul(a.astype(np.float32), b.astype(np.float32))
         got = cupy.asnumpy(y.astype(np.float32))
@@ -582,8 +585,9 @@ def test_gpu_cuda_graph_replay_equals_eager(rng):
     paths = []
 
     def fn():
-        y = kernels.matmul(static[0], w)   # minigrad's matmul: capturable while recording
-        paths.append(kernels.last_matmul_path["path"])
+        with matmul_paths.record() as ran:
+            y = kernels.matmul(static[0], w)   # minigrad's matmul: capturable while recording
+        paths.append(ran[-1])
         return cupy.tanh(y) * 2 + 1
 
     step = cuda_graph.capture(fn, static)

@@ -10,7 +10,7 @@ import pytest
 import minigrad as mg
 import minigrad.functional as F
 from minigrad import amp
-from minigrad._backend import kernels
+from minigrad._backend import kernels, matmul_paths
 from minigrad.amp import policy
 from minigrad.autodiff import grad
 from minigrad.testing import gradcheck, gradgradcheck
@@ -401,7 +401,7 @@ def test_fp16_dot_accumulates_in_fp32_and_rounds_once():
                                           ((2, 8), (8,), False), ((8,), (8, 2), False),
                                           ((1, 1, 8), (8,), False), ((), (8,), False)])
 def test_single_element_product_predicate(sa, sb, single):
-    assert kernels.is_single_element_product(sa, sb) is single
+    assert matmul_paths.is_single_element_product(sa, sb) is single
 
 
 @pytest.mark.skipif(not mg.cuda.is_available(), reason="CuPy sees no GPU")
@@ -415,8 +415,9 @@ def test_gpu_single_inner_product_accumulates_in_fp32(dtype):
     b = rng.uniform(0, 1, 8192).astype(np.float32).astype(dt)
     ref = np.dot(a.astype(np.float32), b.astype(np.float32)).astype(dt)
     for sa, sb in (((8192,), (8192,)), ((1, 8192), (8192, 1))):
-        y = kernels.matmul(cupy.asarray(a.reshape(sa)), cupy.asarray(b.reshape(sb)))
-        assert kernels.last_matmul_path["path"] == "cupy-dot-fp32"
+        with matmul_paths.record() as paths:
+            y = kernels.matmul(cupy.asarray(a.reshape(sa)), cupy.asarray(b.reshape(sb)))
+        assert paths == ["cupy-dot-fp32"]
         assert y.dtype == dt and cupy.asnumpy(y).reshape(()) == ref
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad._backend import cudnn_conv, kernels
+from minigrad._backend import cudnn_conv, kernels, matmul_paths
 from minigrad.functional import _conv_kernels
 from minigrad.functional.conv import conv1d, conv2d, conv_transpose2d
 from minigrad.functional.conv_nd import conv3d, conv_transpose3d, convolution
@@ -187,10 +187,11 @@ def test_low_precision(device, rng, monkeypatch, dtype, early_upcast):
     x = t(rng.standard_normal((2, 4, 6, 6)), device).astype(dtype).requires_grad_()
     w = t(rng.standard_normal((6, 2, 3, 3)) * 0.3, device).astype(dtype).requires_grad_()
     b = t(rng.standard_normal(6), device).astype(dtype).requires_grad_()
-    y = conv2d(x, w, b, padding=1, groups=2)
+    with matmul_paths.record() as paths:
+        y = conv2d(x, w, b, padding=1, groups=2)
     assert y.dtype == x.dtype
     if device == "cpu" and not early_upcast:  # never NumPy's native fp16 matmul
-        assert kernels.last_matmul_path["path"] == "cpu-emulated-fp32-accumulate"
+        assert paths[-1] == "cpu-emulated-fp32-accumulate"
     ref = conv2d_ref(*(np.asarray(a.numpy(), np.float64) for a in (x, w, b)), padding=1,
                      groups=2)
     tol = 1e-2 if dtype == "float16" else 6e-2

@@ -304,10 +304,11 @@ class _CudaBackend:
 
 
 def _tensors(out) -> list:
-    """The Tensors of a step's output (a Tensor, or nested tuples/lists/dicts of them)."""
-    from ..core.tensor import Tensor  # the tensor layer sits above the backend: imported on use
+    """The Tensors of a step's output (a Tensor, or nested tuples/lists/dicts of them).
 
-    if isinstance(out, Tensor):
+    A Tensor is recognised by its NumPy ``.data`` (the twin runs on NumPy): the backend sits
+    below the Tensor type and does not import it."""
+    if isinstance(getattr(out, "data", None), np.ndarray):
         return [out]
     if isinstance(out, dict):
         out = list(out.values())

@@ -16,9 +16,9 @@ from __future__ import annotations
 import cupy
 import numpy as np
 
-from . import cublas_gemm
+from . import cublas_gemm, matmul_paths
 from .dtypes import bfloat16, float16, float32, is_low_precision, widest_float
-from .kernels import is_single_element_product, last_matmul_path
+from .matmul_paths import is_single_element_product
 
 __all__ = ["matmul", "matmul_bias"]
 
@@ -42,10 +42,10 @@ def matmul(a, b):
         a, b = a.astype(wide), b.astype(wide)
     if cublas_gemm.use_capturable() and a.dtype == b.dtype and a.dtype in cublas_gemm.DTYPES:
         # CuPy's cuBLAS wrappers cannot run inside a CUDA graph capture (issue 1)
-        last_matmul_path["path"] = "cublas-capturable"
+        matmul_paths.note("cublas-capturable")
         return cublas_gemm.matmul(a, b)
     if not is_low_precision(a.dtype):
-        last_matmul_path["path"] = "cupy-2d" if a.ndim <= 2 and b.ndim <= 2 else "cupy"
+        matmul_paths.note("cupy-2d" if a.ndim <= 2 and b.ndim <= 2 else "cupy")
         return cupy.matmul(a, b)
     if a.ndim <= 2 and b.ndim <= 2:
         return _low_2d(a, b)
@@ -54,7 +54,7 @@ def matmul(a, b):
         b2 = b[:, None] if b.ndim == 1 else b
         out = _low_2d(cupy.ascontiguousarray(a).reshape(-1, a.shape[-1]), b2, "cupy-folded-2d")
         return out.reshape(lead) if b.ndim == 1 else out.reshape(*lead, b.shape[-1])
-    last_matmul_path["path"] = "cublas-strided-batched"
+    matmul_paths.note("cublas-strided-batched")
     if a.ndim == 1:  # (k,) @ (..., k, n): a row vector, squeezed afterwards (NumPy rule)
         return _strided_batched(a[None, :], b)[..., 0, :]
     return _strided_batched(a, b)
@@ -84,12 +84,12 @@ def matmul_bias(a, b, bias):
     product's float32 accumulator plus the bias, rounded once (PyTorch's addmm epilogue),
     instead of a rounded product plus the bias rounded again."""
     if cublas_gemm.use_capturable():
-        last_matmul_path["path"] = "cublas-capturable-f32"
+        matmul_paths.note("cublas-capturable-f32")
         acc = cublas_gemm.matmul(a, b, float32)
     else:
         from cupy.cuda import cublas, device
 
-        last_matmul_path["path"] = "cublas-gemmex-f32"
+        matmul_paths.note("cublas-gemmex-f32")
         with a.device:
             handle = device.get_cublas_handle()
             mode = cublas.getPointerMode(handle)
@@ -106,9 +106,9 @@ def _low_2d(a, b, path="cupy-2d"):
     single inner product, which CuPy would reduce in the output dtype: upcast, multiply in
     float32, round once (invariant 4)."""
     if is_single_element_product(a.shape, b.shape):
-        last_matmul_path["path"] = "cupy-dot-fp32"
+        matmul_paths.note("cupy-dot-fp32")
         return cupy.matmul(a.astype(float32), b.astype(float32)).astype(a.dtype)
-    last_matmul_path["path"] = path
+    matmul_paths.note(path)
     return cupy.matmul(a, b)
 
 

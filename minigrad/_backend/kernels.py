@@ -13,16 +13,13 @@ import math
 
 import numpy as np
 
+from . import matmul_paths
 from .dtypes import float32, is_low_precision, widest_float
 
-__all__ = ["matmul", "matmul_bias", "is_single_element_product", "sum_fp32", "clamp", "relu_grad",
-           "last_matmul_path",
+__all__ = ["matmul", "matmul_bias", "sum_fp32", "clamp", "relu_grad",
            "emulates_low_precision",
            "im2col_keep_bytes", "ufunc_operand", "index_grid", "ufunc_rows",
            "transposed"]
-
-# Which path the most recent matmul took; tests assert on it (GPU batched vs folded, CPU emulation).
-last_matmul_path = {"path": None}
 
 
 def emulates_low_precision(array) -> bool:
@@ -122,20 +119,6 @@ def _build_index_grid(device, shape, steps, dtype):
 _cached_index_grid = functools.lru_cache(maxsize=16)(_build_index_grid)
 
 
-def is_single_element_product(a_shape, b_shape) -> bool:
-    """True when ``a @ b`` of at most 2-D operands is one inner product (a 0-d, (1,), (1, 1)
-    result): vector . vector, row @ column.
-
-    CuPy sends such fp16/bf16 products to a reduction kernel that accumulates in the output
-    dtype instead of cuBLAS GemmEx (AMP_REFERENCE section 3), so the GPU path upcasts them.
-    """
-    if len(a_shape) > 2 or len(b_shape) > 2 or not a_shape or not b_shape:
-        return False
-    rows = 1 if len(a_shape) == 1 else a_shape[0]
-    cols = 1 if len(b_shape) == 1 else b_shape[1]
-    return rows == 1 and cols == 1
-
-
 def matmul(a, b):
     """``a @ b`` with broadcast batch dims; low precision accumulates in float32."""
     if type(a) is np.ndarray:
@@ -143,9 +126,9 @@ def matmul(a, b):
             # mixed dtypes compute in the widest float, as on the GPU (float16 with bfloat16:
             # float32, where NumPy has no rule)
             out_dtype = widest_float((a.dtype, b.dtype))
-            last_matmul_path["path"] = "cpu-emulated-fp32-accumulate"
+            matmul_paths.note("cpu-emulated-fp32-accumulate")
             return np.matmul(a.astype(float32), b.astype(float32)).astype(out_dtype)
-        last_matmul_path["path"] = "cpu"
+        matmul_paths.note("cpu")
         return _cpu_matmul(a, b)
     from . import gpu_matmul  # CuPy only; imported lazily so CPU users never load it
     return gpu_matmul.matmul(a, b)
@@ -162,7 +145,7 @@ def matmul_bias(a, b, bias):
         y += bias
         return y
     if type(a) is np.ndarray:
-        last_matmul_path["path"] = "cpu-emulated-fp32-accumulate"
+        matmul_paths.note("cpu-emulated-fp32-accumulate")
         y = np.matmul(a.astype(float32), b.astype(float32))
         y += bias.astype(float32)
         return y.astype(a.dtype)

@@ -30,7 +30,7 @@ def agree(flags):
         An array of the same kind and shape holding the max over ranks (``flags`` itself when
         no process group is initialized).
     """
-    dist = sys.modules.get("minigrad.distributed")
+    dist = sys.modules.get("minigrad.distributed.process_group")
     if dist is None or not dist.is_initialized():
         return flags
     # a one-rank group goes through too, so overflow_ranks() reports the same way at any size
@@ -41,7 +41,7 @@ def overflow_rows():
     """Every rank's own flags from the last ``agree`` (a ``(world, n)`` array, left on the
     device: a sync-free scaler keeps it unread until its telemetry is read), or None when not
     distributed."""
-    dist = sys.modules.get("minigrad.distributed")
+    dist = sys.modules.get("minigrad.distributed.process_group")
     if dist is None or not dist.is_initialized():
         return None
     return dist._last_overflow_rows()
@@ -63,7 +63,7 @@ def overflow_ranks():
 
 def this_rank():
     """This process's rank in the initialized group (None when not distributed)."""
-    dist = sys.modules.get("minigrad.distributed")
+    dist = sys.modules.get("minigrad.distributed.process_group")
     if dist is None or not dist.is_initialized():
         return None
     return dist.get_rank()

@@ -28,8 +28,8 @@ from ..core.modes import current_backward_node
 from ..core.modes import dispatch_hooks, dispatch_policy
 from ..nn.module import current_module_path
 from ..core.tensor import Tensor
-from . import policy as _policy
-from .autocast import _state as _autocast_state
+from ..precision import policy as _policy
+from ..core.modes import autocast_state as _autocast_state
 
 __all__ = ["Trace", "backward_node", "module_path_of", "trace"]
 

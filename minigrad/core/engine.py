@@ -136,6 +136,10 @@ def run_backward(roots, grad_roots, *, retain_graph=False, create_graph=False,
     Returns:
         The captured gradients (``None`` for a tensor the roots do not depend on).
     """
+    # Long on purpose: the walk and ``deliver`` share the per-backward state (buffers, pending
+    # leaf hooks, owned memory) as closure variables, which the loop reads once per graph
+    # node; splitting them into methods of a state object would add an attribute lookup per
+    # read on the hottest path of a training step.
     deps = _collect(roots)
     buffers: dict = {}
     captured: dict = {}

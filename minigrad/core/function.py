@@ -225,6 +225,9 @@ class Function:
     @classmethod
     def apply(cls, *inputs, **attrs):
         """Run the op: cast per the precision policy, compute, record, run hooks."""
+        # Long on purpose: every op of every step runs this body, and each helper call it
+        # made instead would add its cost to every op (benchmarks/overhead.py measures it).
+        # The rare paths (errors, promotion) are the helpers above.
         policy = dispatch_policy.get()
         fn = cls.__new__(cls)
         promote = cls.promote

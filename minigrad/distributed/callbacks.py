@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..core.tensor import Tensor
+from . import process_group
 from .reducer import Bucket, Stats, resolve_grad_dtype
 
 __all__ = ["make_allreduce_cb", "bcast_list_", "AllreduceCallback"]
@@ -31,8 +32,7 @@ class AllreduceCallback:
         self._launched: list = []
 
     def __call__(self, param, grad):
-        from . import _group
-
+        _group = process_group._group
         if _group is None or _group.size == 1:
             return grad
         key = (grad.device, grad.dtype)
@@ -49,16 +49,14 @@ class AllreduceCallback:
         return out
 
     def _launch(self, key):
-        from . import _group
-
+        _group = process_group._group
         b = self._open.pop(key)
         b.launch(_group, b.grads, self.wire_dtype, self.stats)
         b.grads = None
         self._launched.append(b)
 
     def flush(self) -> None:
-        from . import _group
-
+        _group = process_group._group
         for key in list(self._open):
             self._launch(key)
         launched, self._launched = self._launched, []
@@ -87,7 +85,5 @@ def make_allreduce_cb(reduce_method: str = "mean", bucket_cap_mb: float = 25,
 
 def bcast_list_(params, src: int = 0) -> None:
     """Overwrite every tensor of ``params`` with rank ``src``'s value, in place."""
-    from . import broadcast
-
     for p in params:
-        broadcast(p, src)
+        process_group.broadcast(p, src)

@@ -48,7 +48,7 @@ class DistributedDataParallel(Module):
 
     def __init__(self, module: Module, bucket_cap_mb: float = 25, grad_dtype=None,
                  broadcast_buffers: bool = True, overlap: bool = True):
-        from .. import distributed as dist
+        from ..distributed import process_group as dist  # mpi4py: imported on use
         from ..core.engine import register_grad_ready_hook
         from ..distributed.reducer import ParamReducer, resolve_grad_dtype
 
