@@ -9,6 +9,8 @@ in ``minigrad/testing/op_checks.py``. Known deviations are declared in the table
 and run as ``xfail(strict=True)``: a mark left on a fixed op fails.
 """
 
+import importlib
+import pkgutil
 import re
 
 import numpy as np
@@ -56,6 +58,33 @@ def test_public_ops_reads_family_modules_and_nn():
     assert {"relu", "sum", "conv2d", "cross_entropy", "nn.cross_entropy", "nn.square_loss"} <= ops
     assert "nn.relu" not in ops  # F.nn re-exports under the same name are the same op
     assert "sum_to_shape" not in ops  # private helpers are not ops
+
+
+def test_every_entry_names_the_family_file_its_op_lives_in():
+    wrong = []
+    for name, info in sorted(TABLE.items()):
+        if name.startswith("nn.") or info.family == "cast":  # F.nn spellings; core.cast
+            continue
+        module = getattr(mg.functional, name).__module__
+        if module != f"minigrad.functional.{info.family}":
+            wrong.append(f"{name}: family {info.family!r}, defined in {module}")
+    assert not wrong, wrong
+
+
+def test_no_function_class_shares_a_layer_name():
+    """``nn.Conv2d`` is the layer; the op's Function is ``Conv2dFunction`` (one name, one class)."""
+    import inspect
+
+    from minigrad.core.function import Function
+
+    layers = {n for n, c in vars(mg.nn).items() if inspect.isclass(c)}
+    shared = []
+    for fam in pkgutil.iter_modules(mg.functional.__path__):
+        module = importlib.import_module(f"minigrad.functional.{fam.name}")
+        shared += [f"{fam.name}.{n}" for n, c in vars(module).items()
+                   if inspect.isclass(c) and issubclass(c, Function) and n in layers
+                   and c.__module__ == module.__name__]
+    assert not shared, f"Function classes named like a layer of minigrad.nn: {shared}"
 
 
 @pytest.mark.parametrize("info", [pytest.param(i, id=n) for n, i in sorted(TABLE.items())])

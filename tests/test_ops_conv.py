@@ -293,8 +293,8 @@ def test_against_torch(rng):
 
 @pytest.mark.parametrize("n,hw", [(2, 5), (40, 18)])  # window rows below / inside ufunc_rows' range
 def test_data_and_weight_grads_together_and_apart(device, rng, monkeypatch, n, hw):
-    # Conv2d.backward builds the output-gradient matrix once for both gradient GEMMs, and col2im
-    # runs its adds under kernels.ufunc_rows: neither may change a bit of either gradient.
+    # Conv2dFunction.backward builds the output-gradient matrix once for both gradient GEMMs, and
+    # col2im runs its adds under kernels.ufunc_rows: neither may change a bit of either gradient.
     x0, w0 = rng.standard_normal((n, 3, hw, hw)), rng.standard_normal((4, 3, 3, 3))
     gy = rng.standard_normal((n, 4, hw - 2, hw - 2))
 

@@ -7,8 +7,7 @@ import pytest
 
 import minigrad as mg
 from minigrad._backend import kernels, matmul_paths
-from minigrad.functional.linalg import bmm, dot, einsum, linear, matmul
-from minigrad.functional.blas import addr
+from minigrad.functional.matmul import addr, bmm, dot, einsum, linear, matmul
 from minigrad.testing import gradcheck, gradgradcheck
 
 

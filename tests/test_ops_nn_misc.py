@@ -7,8 +7,9 @@ import minigrad as mg
 from minigrad.autodiff import grad
 from minigrad.functional.activation import log_softmax, softmax
 from minigrad.functional.attention import scaled_dot_product_attention as sdpa
+from minigrad.functional.dropout import dropout
 from minigrad.functional.recurrent import gru_cell, lstm_cell, rnn_tanh_cell
-from minigrad.functional.sparse import dropout, embedding
+from minigrad.functional.sparse import embedding
 from minigrad.testing import gradcheck, gradgradcheck
 
 

@@ -1,7 +1,17 @@
 """``minigrad.functional`` (F): every differentiable op, one ``Function`` per primitive.
 
-Families live one per file; this module re-exports their public functions and installs the
-Tensor's operators and op methods (``_tensor_methods``), which are sugar over them.
+Families live one per file, each named for what it holds: ``elementwise`` (arithmetic, selection,
+comparison), ``transcendental`` (exp/log, trigonometric, erf), ``activation``, ``matmul``
+(products and contractions), ``reduction`` (with the norms), ``shape``, ``scan``, ``conv``,
+``conv_nd``, ``pooling``, ``upsample``, ``sampling``, ``normalization``, ``dropout``, ``sparse``
+(embedding), ``attention``, ``recurrent``, ``loss``, ``loss_margin``, ``distance``. Private
+modules (``_utils``, ``_axes``, ``_composite``, ``_array_backward``, ``_conv_kernels``) are shared
+helpers; families import each other at module top and never in a cycle.
+
+This module re-exports the families' public functions and installs the Tensor's operators and
+op methods (``_tensor_methods``), which are sugar over them. A ``Function`` class whose natural
+name is a layer's (``nn.Conv2d``, ``nn.ReLU``) takes a ``Function`` suffix (``Conv2dFunction``,
+``ReLUFunction``); its ``name`` (the op and its AMP policy row) is the op's own (``"conv2d"``).
 """
 
 from ..core.cast import cast, clone, detach, to_device
@@ -9,22 +19,22 @@ from . import _tensor_methods
 from .activation import *
 from .attention import *
 from .conv import *
+from .conv_nd import *
+from .distance import *
+from .dropout import *
 from .elementwise import *
-from .linalg import *
 from .loss import *
+from .loss_margin import *
+from .matmul import *
 from .normalization import *
 from .pooling import *
 from .recurrent import *
 from .reduction import *
+from .sampling import *
+from .scan import *
 from .shape import *
 from .sparse import *
 from .transcendental import *
-from .blas import *
-from .scan import *
-from .distance import *
-from .loss_margin import *
 from .upsample import *
-from .sampling import *
-from .conv_nd import *
 
 _tensor_methods.install()

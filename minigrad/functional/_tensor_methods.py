@@ -15,9 +15,10 @@ from ..core.cast import to_device as _to_device
 from ..core.tensor import Tensor
 from . import activation as _activation
 from . import elementwise as _elementwise
-from . import linalg as _linalg
+from . import matmul as _matmul
 from . import reduction as _reduction
 from . import shape as _shape
+from . import transcendental as _transcendental
 
 __all__ = ["install"]
 
@@ -109,10 +110,10 @@ class _Methods:
         return _elementwise.pow(other, self)
 
     def __matmul__(self, other):
-        return _linalg.matmul(self, other)
+        return _matmul.matmul(self, other)
 
     def __rmatmul__(self, other):
-        return _linalg.matmul(other, self)
+        return _matmul.matmul(other, self)
 
     def __neg__(self):
         return _elementwise.neg(self)
@@ -210,10 +211,10 @@ class _Methods:
         return _reduction.prod(self, axis, keepdims)
 
     def exp(self):
-        return _elementwise.exp(self)
+        return _transcendental.exp(self)
 
     def log(self):
-        return _elementwise.log(self)
+        return _transcendental.log(self)
 
     def sqrt(self):
         return _elementwise.sqrt(self)
@@ -222,13 +223,13 @@ class _Methods:
         return _elementwise.abs(self)
 
     def relu(self):
-        return _elementwise.relu(self)
+        return _activation.relu(self)
 
     def sigmoid(self):
-        return _elementwise.sigmoid(self)
+        return _activation.sigmoid(self)
 
     def tanh(self):
-        return _elementwise.tanh(self)
+        return _activation.tanh(self)
 
     def clip(self, lower=None, upper=None):
         return _elementwise.clip(self, lower, upper)
@@ -236,7 +237,7 @@ class _Methods:
     clamp = clip
 
     def matmul(self, other):
-        return _linalg.matmul(self, other)
+        return _matmul.matmul(self, other)
 
     def pow(self, exponent):
         return _elementwise.pow(self, exponent)

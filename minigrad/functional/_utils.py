@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._backend import get_array_module
-from .._backend.dtypes import acc_dtype, bfloat16, int64, is_floating
+from .._backend.dtypes import acc_dtype, bfloat16, float32, float64, int64, is_floating
 from .._backend.indexing import (  # noqa: F401  (re-exported for the op families)
     check_index_range,
     poison,
@@ -13,6 +13,7 @@ from .._backend.indexing import (  # noqa: F401  (re-exported for the op familie
     scatter_add_rows,
 )
 from ..core.errors import broadcast_shape, op_error  # noqa: F401  (used by the op families)
+from ..core.function import Function
 from ..core.modes import dispatch_hooks, grad_enabled
 from ..core.tensor import Tensor
 from ._axes import check_axis
@@ -25,13 +26,11 @@ def sum_to_shape(g: Tensor, shape: tuple) -> Tensor:
     """Reduce a broadcast gradient back to ``shape`` (differentiable, for create_graph)."""
     if g.shape == shape:
         return g
-    from .reduction import sum as _sum
-
     lead = g.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(
         i + lead for i, s in enumerate(shape) if s == 1 and g.shape[i + lead] != 1)
     if axes:
-        g = _sum(g, axes, keepdims=True)
+        g = g.sum(axes, keepdims=True)  # the method ``functional`` installs: reduction.sum
     if lead:
         g = g.reshape(shape)
     return g
@@ -116,6 +115,35 @@ def as_operand(x, op: str):
                     "array or a Python number")
 
 
+def wide(x):
+    """Array ``x`` in float32 (float64 stays): NumPy's float16/bfloat16 math is slow and
+    imprecise, so the transcendental functions and activations compute there and round once."""
+    return x if x.dtype == float64 or x.dtype == float32 else x.astype(float32)
+
+
+def scalar_like(value, like):
+    """``value`` as a scalar of array ``like``'s dtype (keeps bfloat16/float16 from widening)."""
+    return like.dtype.type(value)
+
+
+class WideUnary(Function):
+    """Base of ``y = f(x)`` ops computed in float32 or wider (:func:`wide`) and returned in
+    ``x``'s dtype; an integer input gives a float32 result, as in PyTorch.
+
+    Subclasses set ``name``, ``f = staticmethod(lambda xp, x: ...)``, ``keep`` (what backward
+    reads: the input ``"x"`` or the output ``"y"``) and ``backward``.
+    """
+
+    keep = "x"
+
+    def forward(self, x):
+        if x.dtype.kind != "f" and x.dtype.kind != "V":
+            x = x.astype(float32)
+        y = self.f(get_array_module(x), wide(x)).astype(x.dtype, copy=False)
+        self.save_for_backward(x if self.keep == "x" else y)
+        return y
+
+
 def product_acc_dtype(dtype):
     """What prod, cumsum and cumprod accumulate in: floats as :func:`acc_dtype`, integers and
     bools in int64 as in PyTorch (NumPy would give unsigned inputs uint64)."""
@@ -185,12 +213,3 @@ def blockwise(fn, x):
         out[i:i + _HOST_BLOCK] = fn(flat[i:i + _HOST_BLOCK])
     return out.reshape(x.shape)
 
-
-def get_array_module_of(*xs):
-    """``numpy`` or ``cupy`` for the first array-like among ``xs``."""
-    for x in xs:
-        if isinstance(x, Tensor):
-            return get_array_module(x.data)
-        if hasattr(x, "dtype") and hasattr(x, "shape"):
-            return get_array_module(x)
-    return np

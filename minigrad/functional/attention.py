@@ -15,8 +15,8 @@ from .._backend.dtypes import float32
 from ..core.function import Function
 from ..core.modes import dispatch_policy
 from ..core.tensor import Tensor
-from ._utils import op_error
-from .activation import ArrayBackward, acc_dtype, check_floating, run_array_backward, sum_to_array
+from ._array_backward import ArrayBackward, run_array_backward, sum_to_array
+from ._utils import acc_dtype, check_floating, op_error
 
 __all__ = ["scaled_dot_product_attention"]
 

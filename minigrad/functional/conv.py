@@ -21,6 +21,7 @@ from ..core.modes import grad_enabled
 from ..core.tensor import Tensor
 from ._conv_kernels import conv_bias_grad, conv_data_grad, conv_forward, conv_weight_grad
 from ._utils import const, fast_backward, op_error, refuse_bool_product
+from .shape import pad
 
 __all__ = ["conv1d", "conv2d", "conv_transpose2d"]
 
@@ -31,7 +32,7 @@ def _bias_grad(gy):
     return const(conv_bias_grad(gy.data)) if fast_backward() else gy.sum((0, 2, 3))
 
 
-class Conv2d(Function):
+class Conv2dFunction(Function):
     name = "conv2d"
     promote = "same"  # PyTorch refuses mixed dtypes (outside autocast)
 
@@ -55,8 +56,8 @@ class Conv2d(Function):
         return gx, gw, _bias_grad(gy) if need_b else None
 
 
-class ConvTranspose2d(Function):
-    """Transposed convolution; also the data gradient of ``Conv2d``."""
+class ConvTranspose2dFunction(Function):
+    """Transposed convolution; also the data gradient of ``Conv2dFunction``."""
 
     name = "conv_transpose2d"
     promote = "same"  # PyTorch refuses mixed dtypes (outside autocast)
@@ -69,14 +70,14 @@ class ConvTranspose2d(Function):
     def backward(self, gy):
         x, w = self.saved_tensors
         need_x, need_w, need_b = self.needs_input_grad
-        gx = (Conv2d.apply(gy, w, None, out_hw=x.shape[2:], **self.cfg) if need_x else None)
+        gx = (Conv2dFunction.apply(gy, w, None, out_hw=x.shape[2:], **self.cfg) if need_x else None)
         gw = (Conv2dBackwardFilter.apply(gy, x, w_shape=w.shape, **self.cfg)
               if need_w else None)
         return gx, gw, _bias_grad(gy) if need_b else None
 
 
-class Conv2dBackwardData(ConvTranspose2d):
-    """The data gradient of ``Conv2d``: a transposed convolution under its own op name."""
+class Conv2dBackwardData(ConvTranspose2dFunction):
+    """The data gradient of ``Conv2dFunction``: a transposed convolution under its own op name."""
 
     name = "conv2d_backward_data"
     promote = None  # an internal gradient op: its dtypes already agree
@@ -97,11 +98,12 @@ class Conv2dBackwardFilter(Function):
         need_x, need_gy = self.needs_input_grad
         gx = (Conv2dBackwardData.apply(gy, ggw, None, out_hw=x.shape[2:], **self.cfg)
               if need_x else None)
-        ggy = Conv2d.apply(x, ggw, None, out_hw=gy.shape[2:], **self.cfg) if need_gy else None
+        ggy = (Conv2dFunction.apply(x, ggw, None, out_hw=gy.shape[2:], **self.cfg)
+               if need_gy else None)
         return gx, ggy
 
 
-class Conv1d(Function):
+class Conv1dFunction(Function):
     """conv1d as conv2d over a unit height (its own op, so the AMP policy can name it)."""
 
     name = "conv1d"
@@ -149,8 +151,6 @@ def string_padding(op, x, weight, padding, stride, dilation, rank):
                                           weight.shape[2:])]
     if all(t % 2 == 0 for t in totals):
         return x, tuple(t // 2 for t in totals)
-    from .shape import pad
-
     return pad(x, [(0, 0), (0, 0)] + [(t // 2, t - t // 2) for t in totals]), 0
 
 
@@ -227,7 +227,7 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
                                  ((stride, "stride"), (padding, "padding"),
                                   (dilation, "dilation")))
     out_hw = _out_size(op, x.shape[2:], weight.shape[2:], stride, padding, dilation)
-    return Conv2d.apply(x, weight, bias, stride=stride, padding=padding, dilation=dilation,
+    return Conv2dFunction.apply(x, weight, bias, stride=stride, padding=padding, dilation=dilation,
                         groups=groups, out_hw=out_hw,
                         keep_cols=weight.requires_grad and grad_enabled.get())
 
@@ -244,7 +244,7 @@ def conv1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
     (s,), (p,), (d,) = (_tuple(v, 1, op, n) for v, n in
                         ((stride, "stride"), (padding, "padding"), (dilation, "dilation")))
     out_hw = _out_size(op, (1, x.shape[2]), (1, weight.shape[2]), (1, s), (0, p), (1, d))
-    return Conv1d.apply(x, weight, bias, stride=(1, s), padding=(0, p), dilation=(1, d),
+    return Conv1dFunction.apply(x, weight, bias, stride=(1, s), padding=(0, p), dilation=(1, d),
                         groups=groups, out_hw=out_hw)
 
 
@@ -280,5 +280,5 @@ def conv_transpose2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stri
     if min(out_hw) < 1:
         raise op_error(op, f"output size {out_hw} is not positive; reduce padding",
                        input=x.shape, weight=weight.shape, padding=padding)
-    return ConvTranspose2d.apply(x, weight, bias, stride=stride, padding=padding,
+    return ConvTranspose2dFunction.apply(x, weight, bias, stride=stride, padding=padding,
                                  dilation=dilation, groups=groups, out_hw=out_hw)

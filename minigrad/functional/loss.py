@@ -18,15 +18,10 @@ from .._backend.indexing import host_checks
 from ..core.function import Function
 from ..core.tensor import Tensor
 from ._axes import check_axis
-from ._utils import broadcast_shape, const, fast_backward, op_error, sum_to_shape
-from .activation import (
-    ArrayBackward,
-    acc_dtype,
-    check_floating,
-    log_softmax,
-    run_array_backward,
-    sum_to_array,
-)
+from ._array_backward import ArrayBackward, run_array_backward, sum_to_array
+from ._utils import (acc_dtype, broadcast_shape, check_floating, const, fast_backward, op_error,
+                     sum_to_shape)
+from .activation import log_softmax
 
 __all__ = [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_similarity",
@@ -416,7 +411,7 @@ class MseLoss(_Pointwise):
                 sum_to_shape(-g, t.shape) if need_t else None)
 
 
-class L1Loss(_Pointwise):
+class L1LossFunction(_Pointwise):
     name = "l1_loss"
 
     def _loss(self, x, t):
@@ -587,7 +582,7 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
 
 def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     """Mean absolute error ``|input - target|`` (gradient ``sign``, 0 at a tie)."""
-    return _pointwise(L1Loss, "l1_loss", input, target, reduction)
+    return _pointwise(L1LossFunction, "l1_loss", input, target, reduction)
 
 
 def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean",

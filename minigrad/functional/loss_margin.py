@@ -16,8 +16,11 @@ from .._backend.dtypes import float32, is_low_precision
 from ..core.tensor import Tensor
 from ._composite import composite
 from ._utils import broadcast_shape, const, op_error
-from .elementwise import log, maximum, minimum, relu, softplus, where
-from .elementwise import exp as _exp
+from .activation import relu, softplus
+from .elementwise import maximum, minimum, where
+from .reduction import norm
+from .transcendental import exp as _exp
+from .transcendental import log
 
 __all__ = [
     "cosine_embedding_loss", "hinge_embedding_loss", "huber_loss", "margin_ranking_loss",
@@ -270,8 +273,6 @@ def multi_margin_loss(input: Tensor, target, p: int = 1, margin: float = 1.0,
 
 
 def _pairwise(a, b, p, eps):
-    from .reduction import norm
-
     return norm(a - b + eps, ord=p, axis=-1)
 
 

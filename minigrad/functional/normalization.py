@@ -1,10 +1,12 @@
-"""Normalization layers' functional forms: batch_norm, layer_norm, group_norm.
+"""Normalization: the layers' functional forms batch_norm, layer_norm, group_norm, and renorm
+(rescale slices to a maximum p-norm).
 
 Statistics are computed in float32 (float64 for float64 input) whatever the input dtype
 (invariant 3) and the output has the input's dtype, so a float16 activation can be normalised with
 float32 running statistics and affine parameters (MegEngine's and MindSpore's AMP rule for
 BatchNorm). The forward saves the input and the per-group mean / inverse std, not the normalised
-activation, so a float16 model keeps float16-sized activations for backward.
+activation, so a float16 model keeps float16-sized activations for backward. ``renorm`` is a
+composite of ``norm`` (a float32 row of the AMP policy).
 """
 
 from __future__ import annotations
@@ -15,10 +17,13 @@ from .._backend import batch_norm as BN
 from .._backend import get_array_module
 from ..core.function import Function
 from ..core.tensor import Tensor
-from ._utils import op_error
-from .activation import ArrayBackward, acc_dtype, check_floating, run_array_backward
+from ._array_backward import ArrayBackward, run_array_backward
+from ._composite import composite
+from ._utils import acc_dtype, check_floating, const, normalize_axis, op_error
+from .elementwise import where
+from .reduction import norm, norm_order
 
-__all__ = ["batch_norm", "group_norm", "layer_norm"]
+__all__ = ["batch_norm", "group_norm", "layer_norm", "renorm"]
 
 
 def _stats(xf, axes, eps):
@@ -191,11 +196,11 @@ class GroupedNormBackward(ArrayBackward):
         return tuple(out)
 
 
-class LayerNorm(_GroupedNorm):
+class LayerNormFunction(_GroupedNorm):
     name = "layer_norm"
 
 
-class GroupNorm(_GroupedNorm):
+class GroupNormFunction(_GroupedNorm):
     name = "group_norm"
 
 
@@ -223,7 +228,8 @@ def layer_norm(x: Tensor, normalized_shape, weight: Tensor | None = None,
                            normalized_shape=ns, **{f"{label}_shape": t.shape})
     axes = tuple(range(x.ndim - k, x.ndim))
     pshape = (1,) * (x.ndim - k) + ns
-    return LayerNorm.apply(x, weight, bias, gshape=x.shape, axes=axes, pshape=pshape, eps=eps)
+    return LayerNormFunction.apply(x, weight, bias, gshape=x.shape, axes=axes, pshape=pshape,
+                                   eps=eps)
 
 
 def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None,
@@ -250,4 +256,27 @@ def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None,
     # Sizes given, not -1: NumPy cannot infer -1 beside a 0 (an empty batch).
     gshape = (x.shape[0], num_groups, c // num_groups * math.prod(x.shape[2:]))
     pshape = (1, c) + (1,) * (x.ndim - 2)
-    return GroupNorm.apply(x, weight, bias, gshape=gshape, axes=(2,), pshape=pshape, eps=eps)
+    return GroupNormFunction.apply(x, weight, bias, gshape=gshape, axes=(2,), pshape=pshape,
+                                   eps=eps)
+
+
+# --------------------------------------------------------------------------- renorm
+def _renorm_impl(x, p, axis, maxnorm):
+    others = tuple(i for i in range(x.ndim) if i != axis)
+    n = norm(x, ord=p, axis=others, keepdims=True)
+    # PyTorch's formula: slices above maxnorm are scaled by maxnorm / (norm + 1e-7).
+    scale = where(const(n.data > maxnorm), maxnorm / (n + 1e-7), 1.0)
+    return x * scale
+
+
+_Renorm = composite("renorm", _renorm_impl)
+
+
+def renorm(input: Tensor, p, dim: int, maxnorm) -> Tensor:
+    """Rescale each slice ``input.select(dim, i)`` whose p-norm exceeds ``maxnorm`` to norm
+    ``maxnorm`` (slices under it are unchanged)."""
+    p = norm_order("renorm", p)
+    if maxnorm < 0:
+        raise op_error("renorm", "maxnorm must be non-negative", maxnorm=maxnorm)
+    axis = normalize_axis(dim, input.ndim, "renorm")
+    return _Renorm.apply(input, kw={"p": p, "axis": axis, "maxnorm": float(maxnorm)})

@@ -52,7 +52,7 @@ def _crop(acc, in_hw, padding, dtype):
 
 
 # ----------------------------------------------------------------------------- max pooling
-class MaxPool2d(Function):
+class MaxPool2dFunction(Function):
     name = "max_pool2d"
 
     def forward(self, x, kernel, stride, padding, out_hw):
@@ -163,7 +163,7 @@ def _avg_backward(gy, kernel, stride, padding, out_hw, in_hw):
     return _crop(acc, in_hw, padding, gy.dtype)
 
 
-class AvgPool2d(Function):
+class AvgPool2dFunction(Function):
     name = "avg_pool2d"
 
     def forward(self, x, kernel, stride, padding, out_hw):
@@ -183,7 +183,7 @@ class AvgPool2dBackward(Function):
         return _avg_backward(gy, in_hw=in_hw, **self.cfg)
 
     def backward(self, ggx):
-        return AvgPool2d.apply(ggx, **self.cfg)
+        return AvgPool2dFunction.apply(ggx, **self.cfg)
 
 
 # ----------------------------------------------------------------------------- adaptive average
@@ -240,7 +240,7 @@ def _bin_average(x, axis, n_out):
     return xp.moveaxis(summed / xp.asarray(length, dtype=x.dtype), -1, axis)
 
 
-class AdaptiveAvgPool2d(Function):
+class AdaptiveAvgPool2dFunction(Function):
     name = "adaptive_avg_pool2d"
 
     def forward(self, x, out_hw):
@@ -259,7 +259,7 @@ class AdaptiveAvgPool2dBackward(Function):
         return _adaptive(gy, in_hw, out_hw, transpose=True)
 
     def backward(self, ggx):
-        return AdaptiveAvgPool2d.apply(ggx, out_hw=self.out_hw)
+        return AdaptiveAvgPool2dFunction.apply(ggx, out_hw=self.out_hw)
 
 
 # ----------------------------------------------------------------------------- public API
@@ -305,7 +305,7 @@ def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0) -> Tensor:
         ``(N, C, OH, OW)`` with ``OH = (H + 2*ph - kh) // sh + 1``.
     """
     k, s, p, out_hw = _geometry("max_pool2d", x, kernel_size, stride, padding)
-    return MaxPool2d.apply(x, kernel=k, stride=s, padding=p, out_hw=out_hw)
+    return MaxPool2dFunction.apply(x, kernel=k, stride=s, padding=p, out_hw=out_hw)
 
 
 def avg_pool2d(x: Tensor, kernel_size, stride=None, padding=0) -> Tensor:
@@ -322,7 +322,7 @@ def avg_pool2d(x: Tensor, kernel_size, stride=None, padding=0) -> Tensor:
     """
     check_floating("avg_pool2d", x)  # a mean of integers is no integer (PyTorch refuses too)
     k, s, p, out_hw = _geometry("avg_pool2d", x, kernel_size, stride, padding)
-    return AvgPool2d.apply(x, kernel=k, stride=s, padding=p, out_hw=out_hw)
+    return AvgPool2dFunction.apply(x, kernel=k, stride=s, padding=p, out_hw=out_hw)
 
 
 def adaptive_avg_pool2d(x: Tensor, output_size) -> Tensor:
@@ -347,4 +347,4 @@ def adaptive_avg_pool2d(x: Tensor, output_size) -> Tensor:
     if min(out_hw) < 1 or min(x.shape[2:]) < 1:
         raise op_error(op, "output and input sizes must be positive", input=x.shape,
                        output_size=output_size)
-    return AdaptiveAvgPool2d.apply(x, out_hw=out_hw)
+    return AdaptiveAvgPool2dFunction.apply(x, out_hw=out_hw)

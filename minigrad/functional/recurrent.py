@@ -11,8 +11,8 @@ from __future__ import annotations
 from .._backend import get_array_module, kernels
 from ..core.function import Function
 from ..core.tensor import Tensor
-from ._utils import op_error
-from .activation import ArrayBackward, acc_dtype, check_floating, run_array_backward
+from ._array_backward import ArrayBackward, run_array_backward
+from ._utils import acc_dtype, check_floating, op_error
 
 __all__ = ["gru_cell", "lstm_cell", "rnn_relu_cell", "rnn_tanh_cell"]
 

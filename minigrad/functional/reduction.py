@@ -1,5 +1,7 @@
-"""Reductions. They accumulate in float32 or wider whatever the input dtype (invariant 3) and
-return the input's dtype, so a float16 sum of 4096 ones is exactly 4096.
+"""Reductions: sum, mean, var, std, max, min, argmax, argmin, logsumexp, prod, and the norms
+(``norm``, ``torch.linalg``'s ``vector_norm`` and ``matrix_norm``). They accumulate in float32 or
+wider whatever the input dtype (invariant 3) and return the input's dtype, so a float16 sum of
+4096 ones is exactly 4096.
 
 Backward passes are written with ops (double backward works); the piecewise-constant selections
 (argmax masks, signs) enter them as constants.
@@ -13,19 +15,23 @@ import math
 from .._backend import get_array_module
 from .._backend.dtypes import float32, float64, is_floating
 from .._backend.kernels import sum_fp32
+from ..core.cast import cast
 from ..core.function import Function
 from ..core.tensor import Tensor
 from ._axes import check_axis, reduction_axes
-from ._utils import acc_dtype, check_floating, const, fast_backward, op_error, product_acc_dtype
+from ._composite import composite
+from ._utils import (acc_dtype, check_floating, const, fast_backward, normalize_axes, op_error,
+                     product_acc_dtype)
 from .elementwise import abs as _abs
-from .elementwise import exp as _exp
 from .elementwise import pow as _pow
 from .elementwise import where as _where
+from .transcendental import exp as _exp
 
 __all__ = [
     "argmax",
     "argmin",
     "logsumexp",
+    "matrix_norm",
     "max",
     "mean",
     "min",
@@ -34,6 +40,7 @@ __all__ = [
     "std",
     "sum",
     "var",
+    "vector_norm",
 ]
 
 
@@ -62,10 +69,6 @@ def _expand_grad(gy: Tensor, shape, axes, keepdims) -> Tensor:
     if not keepdims and axes:
         gy = gy.reshape(_keep(shape, axes))
     return gy.broadcast_to(shape)
-
-
-def _expand_array(y, shape, axes, keepdims):
-    return y if keepdims or not axes else y.reshape(_keep(shape, axes))
 
 
 def _to_dtype(out, dtype):
@@ -414,8 +417,6 @@ def logsumexp(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
     """``log(sum(exp(x)))`` over ``axis``, max-shifted and accumulated in float32; integer and
     bool input is computed in float32 (PyTorch's default float), never truncated."""
     if not is_floating(x.dtype):
-        from ..core.cast import cast
-
         x = cast(x, float32)
     return LogSumExp.apply(x, axis=axis, keepdims=keepdims)
 
@@ -446,3 +447,70 @@ def norm(x: Tensor, ord=2, axis=None, keepdims: bool = False) -> Tensor:
         raise op_error("norm", f"unsupported ord {ord!r}; use 1, 2, inf, 'fro' or p > 0")
     check_floating("norm", x)
     return Norm.apply(x, ord=ord, axis=axis, keepdims=keepdims)
+
+
+# --------------------------------------------------------------------------- torch.linalg norms
+# float32 rows of the AMP policy (AMP_REFERENCE section 1), as norm: a sum of squares overflows
+# float16 for modest values.
+def norm_order(op, p):
+    """``p`` of a p-norm (``torch.linalg`` spelling): a positive number, or inf (``"inf"``)."""
+    if p in ("inf", float("inf")):
+        return math.inf
+    if not isinstance(p, (int, float)) or isinstance(p, bool) or p <= 0:
+        raise op_error(op, f"p must be a positive number or inf, got {p!r} (p = 0, which "
+                       "counts non-zeros, has no gradient and is not offered)")
+    return p
+
+
+class VectorNorm(Norm):
+    name = "vector_norm"
+
+
+def vector_norm(x: Tensor, ord=2, dim=None, keepdim: bool = False, *, axis=None,
+                keepdims=None) -> Tensor:
+    """``torch.linalg.vector_norm``: the p-norm of the elements over ``dim`` (all for None).
+
+    ``ord``: p > 0 or inf. ``axis``/``keepdims`` are accepted as synonyms.
+    """
+    check_floating("vector_norm", x)
+    ord = norm_order("vector_norm", ord)
+    dim = axis if dim is None else dim
+    keep = keepdim if keepdims is None else keepdims
+    return VectorNorm.apply(x, ord=ord, axis=dim, keepdims=bool(keep))
+
+
+def _matrix_norm_impl(a, ord, axes, keepdim):
+    r, c = axes
+    if ord == "fro":
+        return norm(a, ord=2, axis=axes, keepdims=keepdim)
+    # Induced 1/inf norms: largest (or smallest, for -1/-inf) absolute column/row sum.
+    sum_axis, pick_axis = (r, c) if abs(ord) == 1 else (c, r)
+    s = a.abs().sum(axis=sum_axis, keepdims=True)
+    s = s.max(axis=pick_axis, keepdims=True) if ord > 0 else s.min(axis=pick_axis,
+                                                                      keepdims=True)
+    return s if keepdim else s.squeeze(axis=axes)
+
+
+_MatrixNorm = composite("matrix_norm", _matrix_norm_impl)
+
+
+def matrix_norm(A: Tensor, ord="fro", dim=(-2, -1), keepdim: bool = False) -> Tensor:
+    """``torch.linalg.matrix_norm`` over the two axes ``dim``.
+
+    ``ord``: ``"fro"``, 1, -1, ``inf``, ``-inf``. The spectral and nuclear norms (2, -2,
+    ``"nuc"``) need an SVD, which minigrad does not have: they raise.
+    """
+    check_floating("matrix_norm", A)
+    if ord in ("inf", float("inf")):
+        ord = math.inf
+    elif ord in ("-inf", float("-inf")):
+        ord = -math.inf
+    if ord not in ("fro", 1, -1, math.inf, -math.inf):
+        raise op_error("matrix_norm", f"ord={ord!r} is not supported (no SVD in minigrad); "
+                       "use 'fro', 1, -1, inf or -inf")
+    if A.ndim < 2:
+        raise op_error("matrix_norm", "expected at least a 2-D input", input=A.shape)
+    if len(normalize_axes(dim, A.ndim, "matrix_norm")) != 2:
+        raise op_error("matrix_norm", "dim must name two distinct axes", dim=dim)
+    axes = tuple(d % A.ndim for d in dim)  # the (rows, cols) order the caller gave
+    return _MatrixNorm.apply(A, kw={"ord": ord, "axes": axes, "keepdim": bool(keepdim)})

@@ -13,6 +13,7 @@ from ..core.function import Function
 from ..core.tensor import Tensor
 from ._composite import composite
 from ._utils import const, op_error, scatter_add_flat, sum_to_shape
+from .elementwise import clip
 from .shape import gather
 
 __all__ = ["grid_sample", "index_put"]
@@ -26,8 +27,6 @@ def _unnormalize(g, n, align_corners):
 
 
 def _grid_sample_impl(x, grid, mode, padding_mode, align_corners):
-    from .elementwise import clip
-
     n, c, h, w = x.shape
     ho, wo = grid.shape[1:3]
     xp = get_array_module(x.data)

@@ -12,6 +12,7 @@ from ..core.tensor import Tensor
 from ._axes import check_axis
 from ._utils import acc_dtype, const, fast_backward, normalize_axis, product_acc_dtype
 from .reduction import _to_dtype
+from .shape import getitem
 
 __all__ = ["cumprod", "cumsum"]
 
@@ -31,7 +32,6 @@ class CumSum(Function):
     def backward(self, gy):
         # The adjoint of a prefix sum is a suffix sum: flip, cumsum, flip.
         flip = (slice(None),) * self.axis + (slice(None, None, -1),)
-        from .shape import getitem
         return getitem(cumsum(getitem(gy, flip), self.axis), flip)
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from .._backend import get_array_module
 from .._backend.dtypes import int64, result_type
+from ..core.cast import cast
 from ..core.function import Function
 from ..core.modes import grad_enabled
 from ..core.tensor import Tensor
@@ -91,7 +92,7 @@ class Squeeze(Reshape):
     name = "squeeze"
 
 
-class Flatten(Reshape):
+class FlattenFunction(Reshape):
     name = "flatten"
 
 
@@ -198,7 +199,7 @@ def squeeze(x: Tensor, axis=None) -> Tensor:
 def flatten(x: Tensor, start_axis: int = 0, end_axis: int = -1) -> Tensor:
     """Merge axes ``start_axis..end_axis`` (inclusive) into one."""
     if x.ndim == 0:
-        return _view(Flatten.apply(x, shape=(1,)), x)
+        return _view(FlattenFunction.apply(x, shape=(1,)), x)
     s = normalize_axis(start_axis, x.ndim, "flatten")
     e = normalize_axis(end_axis, x.ndim, "flatten")
     if s > e:
@@ -208,7 +209,7 @@ def flatten(x: Tensor, start_axis: int = 0, end_axis: int = -1) -> Tensor:
     for d in x.shape[s:e + 1]:
         n *= d
     shape = x.shape[:s] + (n,) + x.shape[e + 1:]
-    return x if shape == x.shape else _view(Flatten.apply(x, shape=shape), x)
+    return x if shape == x.shape else _view(FlattenFunction.apply(x, shape=shape), x)
 
 
 # --------------------------------------------------------------------------- join / split
@@ -274,8 +275,6 @@ def _common_dtype(tensors):
     dtypes = {t.dtype for t in tensors}
     if len(dtypes) == 1:
         return tensors
-    from ..core.cast import cast
-
     target = result_type(list(dtypes))
     return [cast(t, target) for t in tensors]
 

@@ -1,63 +1,23 @@
-"""Dropout and embedding lookup.
+"""Embedding lookup (``torch.nn.functional``'s "sparse functions").
 
-Dropout draws its mask from minigrad's global generator (``mg.manual_seed`` makes it repeat) and
-its backward is the same masked multiply, so it differentiates any number of times. Embedding's
-gradient scatter-adds rows in float32 or wider (repeated indices accumulate without float16
+The gradient scatter-adds rows in float32 or wider (repeated indices accumulate without float16
 rounding). Ids outside ``[0, num_embeddings)`` raise ``IndexError`` (checked on the host for NumPy
 arrays; on the GPU under ``_backend.indexing.index_debug()``).
 """
 
 from __future__ import annotations
 
-from .._backend import device_of, get_array_module
-from .._backend import random as _random
-from .._backend.dtypes import float32
+from .._backend import get_array_module
 from .._backend.indexing import check_index_range, poison, scatter_add_rows
 from ..core.function import Function
 from ..core.modes import grad_enabled
 from ..core.tensor import Tensor
-from ._utils import const, op_error, owned_for_backward
-from .activation import acc_dtype, check_floating
+from ._utils import acc_dtype, const, op_error, owned_for_backward
 
-__all__ = ["dropout", "embedding"]
-
-
-class Dropout(Function):
-    name = "dropout"
-
-    def forward(self, x, mask, scale):
-        self.mask, self.scale = mask, scale
-        m = mask.astype(acc_dtype(x.dtype))
-        m *= scale
-        # float16 input is multiplied in float32 so 1 / (1 - p) is not rounded to float16.
-        return (x * m).astype(x.dtype, copy=False)
-
-    def backward(self, gy):
-        return Dropout.apply(gy, mask=self.mask, scale=self.scale)
+__all__ = ["embedding"]
 
 
-def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
-    """Inverted dropout: zero each element with probability ``p``, scale the rest by 1/(1-p).
-
-    Args:
-        x: floating input.
-        p: drop probability in [0, 1]; ``p == 1`` gives zeros.
-        training: when False (or ``p == 0``) ``x`` is returned unchanged.
-
-    Returns:
-        A Tensor of ``x``'s shape and dtype.
-    """
-    if not 0.0 <= p <= 1.0:
-        raise op_error("dropout", "p must be in [0, 1]", p=p)
-    if not training or p == 0.0:
-        return x
-    check_floating("dropout", x)
-    gen = _random.generator(device_of(x.data))
-    mask = gen.random(x.shape, dtype=float32) >= p
-    return Dropout.apply(x, mask=mask, scale=0.0 if p == 1.0 else 1.0 / (1.0 - p))
-
-
-class Embedding(Function):
+class EmbeddingFunction(Function):
     name = "embedding"
 
     def forward(self, indices, weight, padding_idx):
@@ -94,7 +54,7 @@ class EmbeddingBackward(Function):
         # The gradient is linear in gy: its own gradient is the lookup again.
         if self.padding_idx is not None:
             ggw = ggw * _padding_keep(ggw, self.padding_idx)
-        return Embedding.apply(self.indices, ggw, padding_idx=self.padding_idx)
+        return EmbeddingFunction.apply(self.indices, ggw, padding_idx=self.padding_idx)
 
 
 def _padding_keep(like: Tensor, padding_idx):
@@ -126,4 +86,4 @@ def embedding(indices: Tensor, weight: Tensor, padding_idx: int | None = None) -
         padding_idx %= n
     if isinstance(indices, Tensor) and grad_enabled.get() and weight.requires_grad:
         indices = const(owned_for_backward(indices, True))  # the rows the forward read
-    return Embedding.apply(indices, weight, padding_idx=padding_idx)
+    return EmbeddingFunction.apply(indices, weight, padding_idx=padding_idx)

@@ -11,6 +11,7 @@ from ... import functional
 from ...core.tensor import Tensor
 from ...functional.activation import log_softmax, softmax
 from ...functional.attention import scaled_dot_product_attention
+from ...functional.dropout import dropout
 from ...functional.loss import binary_cross_entropy as _bce
 from ...functional.loss import (
     binary_cross_entropy_with_logits,
@@ -24,7 +25,9 @@ from ...functional.loss import (
 from ...functional.loss import cross_entropy as _cross_entropy
 from ...functional.normalization import batch_norm, group_norm, layer_norm
 from ...functional.recurrent import gru_cell, lstm_cell, rnn_tanh_cell
-from ...functional.sparse import dropout, embedding
+from ...functional.shape import permute
+from ...functional.sparse import embedding
+from ...functional.transcendental import log
 from ...functional._utils import normalize_axis
 
 __all__ = [
@@ -64,9 +67,6 @@ def _cross_entropy_of_probabilities(p, label, axis, smoothing, reduction, kwargs
     """MegEngine's ``with_logits=False``: ``-(1 - eps) * log p[label] - eps * mean(log p)``,
     no softmax (a log_softmax of ``log p`` has the same value for normalised ``p`` but not the
     same gradient)."""
-    from ...functional.elementwise import log
-    from ...functional.shape import permute
-
     logp = log(p)
     axis = normalize_axis(axis, p.ndim, "cross_entropy")
     if p.ndim > 1 and axis != 1:  # the class axis to 1, where nll_loss wants it

@@ -3,18 +3,11 @@
 All are float32 rows and composites of ``norm``, so their second derivative is declared.
 """
 
-import math
-
 import numpy as np
 
 from ..op_table import INF, NAN, ErrorInput, NonFinite, OpInfo, Sample, rand
-
-
-def _pnorm(d, p, axis=None, keepdims=False):
-    d = np.abs(d)
-    if p == math.inf:
-        return d.max(axis=axis, keepdims=keepdims, initial=0.0)
-    return (d ** p).sum(axis=axis, keepdims=keepdims) ** (1.0 / p)
+from ._norms import P_ERR as _P_ERR
+from ._norms import pnorm as _pnorm
 
 
 def _cdist_ref(x1, x2, p=2.0):
@@ -24,23 +17,6 @@ def _cdist_ref(x1, x2, p=2.0):
 def _pdist_ref(x, p=2.0):
     i, j = np.triu_indices(len(x), k=1)
     return _pnorm(x[i] - x[j], p, axis=-1)
-
-
-def _renorm_ref(x, p, dim, maxnorm):
-    others = tuple(a for a in range(x.ndim) if a != dim % x.ndim)
-    n = _pnorm(x, p, axis=others, keepdims=True)
-    return x * np.where(n > maxnorm, maxnorm / (n + 1e-7), 1.0)
-
-
-def _vector_norm_ref(x, ord=2, dim=None, keepdim=False):
-    return _pnorm(x, ord, axis=dim, keepdims=keepdim)
-
-
-def _matrix_norm_ref(a, ord="fro", dim=(-2, -1), keepdim=False):
-    return np.linalg.norm(a, ord, axis=dim, keepdims=keepdim)
-
-
-_P_ERR = ("p must be a positive number",)
 
 
 def _op(name, samples, errors, ref, **kw):
@@ -85,38 +61,4 @@ OPS = [
         lambda a, b, p=2.0: _pnorm(a - b, p),
         nonfinite=(NonFinite((np.array([NAN, 1.0]), np.array([0.0, 0.0])), NAN),
                    NonFinite((np.array([INF, 1.0]), np.array([0.0, 0.0])), INF, name="inf"))),
-    _op("renorm", [
-        Sample((2 * rand(3, 4), 2, 0, 1.0)),
-        Sample((2 * rand(2, 3, 4), 1, 1, 1.5), name="p1_dim1"),
-        Sample((2 * rand(3, 4), INF, -1, 0.5), name="pinf"),
-        Sample((rand(0, 4), 2, 1, 1.0), name="empty")],
-        [ErrorInput((rand(2, 3), 2, 0, -1.0), ValueError, ("renorm", "maxnorm"),
-                    name="maxnorm"),
-         ErrorInput((rand(2, 3), 2, 2, 1.0), (IndexError, ValueError),
-                    ("renorm", "out of range"), name="bad_dim")],
-        _renorm_ref),
-    _op("vector_norm", [
-        Sample((rand(3, 4),)),
-        Sample((rand(3, 4),), {"ord": 3, "dim": 1}, name="p3_dim"),
-        Sample((rand(2, 3, 4),), {"ord": 1, "dim": (0, 2), "keepdim": True}, name="keepdim"),
-        Sample((rand(3, 4),), {"ord": INF, "dim": -1}, name="inf"),
-        Sample((rand(),), name="0d"),
-        Sample((rand(0, 4),), {"dim": 0}, name="empty", expect=np.zeros(4))],
-        [ErrorInput((rand(2, 3),), ValueError, ("vector_norm",) + _P_ERR, {"ord": 0},
-                    name="ord0")],
-        _vector_norm_ref,
-        nonfinite=(NonFinite((np.array([1.0, NAN, 2.0]),), NAN),
-                   NonFinite((np.array([1.0, INF, 2.0]),), INF, name="inf"))),
-    _op("matrix_norm", [
-        Sample((rand(3, 4),)),
-        Sample((rand(2, 3, 4),), {"ord": 1}, name="batch_ord1"),
-        Sample((rand(3, 4),), {"ord": -1, "keepdim": True}, name="ord_minus1"),
-        Sample((rand(3, 4),), {"ord": INF}, name="inf"),
-        Sample((rand(3, 4, 2),), {"ord": -INF, "dim": (0, 1)}, name="minus_inf_dims"),
-        Sample((rand(0, 3, 4),), name="empty")],
-        [ErrorInput((rand(2, 3),), ValueError, ("matrix_norm", "ord=2", "not supported"),
-                    {"ord": 2}, name="ord2"),
-         ErrorInput((rand(3),), ValueError, ("matrix_norm", "2-D"), name="rank")],
-        _matrix_norm_ref,
-        nonfinite=(NonFinite((np.array([[1.0, NAN], [2.0, 3.0]]),), NAN),)),
 ]

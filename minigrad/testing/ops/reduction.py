@@ -3,6 +3,8 @@
 import numpy as np
 
 from ..op_table import INF, NAN, ErrorInput, NonFinite, OpInfo, Sample, rand
+from ._norms import P_ERR as _P_ERR
+from ._norms import pnorm as _pnorm
 
 _ONE_NAN = np.array([1.0, NAN, 2.0])
 
@@ -50,6 +52,21 @@ def _norm(x, ord=2, axis=None, keepdims=False):
     return np.sum(np.abs(x) ** ord, axis=axis, keepdims=keepdims) ** (1 / ord)
 
 
+def _vector_norm_ref(x, ord=2, dim=None, keepdim=False):
+    return _pnorm(x, ord, axis=dim, keepdims=keepdim)
+
+
+def _matrix_norm_ref(a, ord="fro", dim=(-2, -1), keepdim=False):
+    return np.linalg.norm(a, ord, axis=dim, keepdims=keepdim)
+
+
+def _linalg_norm(name, samples, errors, ref, **kw):
+    """Entry for ``torch.linalg``'s norms: float32 rows, composites or backward written with ops
+    (second derivative declared)."""
+    return OpInfo(name, "reduction", tuple(samples), "fp32", errors=tuple(errors), ref=ref,
+                  gradgrad=True, **kw)
+
+
 __all__ = ["OPS"]
 
 OPS = [
@@ -67,5 +84,28 @@ OPS = [
     # PyTorch's argmax/argmin return the index of the (first) NaN.
     _reduction("argmax", "passthrough", _np(np.argmax), differentiable=False, nan_expect=1),
     _reduction("argmin", "passthrough", _np(np.argmin), differentiable=False, nan_expect=1),
+    _linalg_norm("vector_norm", [
+        Sample((rand(3, 4),)),
+        Sample((rand(3, 4),), {"ord": 3, "dim": 1}, name="p3_dim"),
+        Sample((rand(2, 3, 4),), {"ord": 1, "dim": (0, 2), "keepdim": True}, name="keepdim"),
+        Sample((rand(3, 4),), {"ord": INF, "dim": -1}, name="inf"),
+        Sample((rand(),), name="0d"),
+        Sample((rand(0, 4),), {"dim": 0}, name="empty", expect=np.zeros(4))],
+        [ErrorInput((rand(2, 3),), ValueError, ("vector_norm",) + _P_ERR, {"ord": 0},
+                    name="ord0")],
+        _vector_norm_ref,
+        nonfinite=(NonFinite((np.array([1.0, NAN, 2.0]),), NAN),
+                   NonFinite((np.array([1.0, INF, 2.0]),), INF, name="inf"))),
+    _linalg_norm("matrix_norm", [
+        Sample((rand(3, 4),)),
+        Sample((rand(2, 3, 4),), {"ord": 1}, name="batch_ord1"),
+        Sample((rand(3, 4),), {"ord": -1, "keepdim": True}, name="ord_minus1"),
+        Sample((rand(3, 4),), {"ord": INF}, name="inf"),
+        Sample((rand(3, 4, 2),), {"ord": -INF, "dim": (0, 1)}, name="minus_inf_dims"),
+        Sample((rand(0, 3, 4),), name="empty")],
+        [ErrorInput((rand(2, 3),), ValueError, ("matrix_norm", "ord=2", "not supported"),
+                    {"ord": 2}, name="ord2"),
+         ErrorInput((rand(3),), ValueError, ("matrix_norm", "2-D"), name="rank")],
+        _matrix_norm_ref,
+        nonfinite=(NonFinite((np.array([[1.0, NAN], [2.0, 3.0]]),), NAN),)),
 ]
-

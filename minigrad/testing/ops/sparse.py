@@ -19,14 +19,4 @@ OPS = [
                            ("embedding", "out of range"), name="index"),
                 ErrorInput((np.array([0.0, 1.0]), rand(5, 3)), ValueError,
                            ("embedding", "integer"), name="float_index"))),
-    # Each call draws a new mask, so only the deterministic settings are gradient-checked;
-    # the p=0.5 sample checks the forward and (same seed) the non-contiguous run.
-    OpInfo("dropout", "sparse", (
-        Sample((rand(3, 4),), {"p": 0.5}, name="p05", grad=False),
-        Sample((rand(3, 4),), {"p": 0.5, "training": False}, name="eval",
-               expect=rand(3, 4)),
-        Sample((rand(3, 4),), {"p": 0.0}, name="p0"),
-        Sample((rand(0, 4),), {"p": 0.5}, name="empty", grad=False)), "passthrough",
-        errors=(ErrorInput((rand(2, 3),), ValueError, ("dropout", "p"), {"p": 1.5},
-                           name="p_range"),)),
 ]

@@ -1,7 +1,8 @@
-"""Op-table entries for ``minigrad/functional/blas.py``.
+"""Op-table entries for ``minigrad/functional/matmul.py``.
 
 ``mm``/``mv``/``vdot`` are the matmul/dot primitives under their own rows; the fused and chained
-forms are composites. All are products, so every second derivative is non-trivial and checked.
+forms, ``tensordot``, ``bilinear`` and ``cross`` are composites. All are products, so every second
+derivative is non-trivial and checked.
 """
 
 import numpy as np
@@ -9,9 +10,8 @@ import numpy as np
 from ..op_table import INF, NAN, ErrorInput, NonFinite, OpInfo, Sample, rand
 
 
-
-def _op(name, samples, errors, ref, amp="lower", **kw):
-    return OpInfo(name, "blas", tuple(samples), amp, errors=tuple(errors), ref=ref,
+def _op(name, samples, errors, ref=None, amp="lower", **kw):
+    return OpInfo(name, "matmul", tuple(samples), amp, errors=tuple(errors), ref=ref,
                   gradgrad=True, **kw)
 
 
@@ -47,9 +47,45 @@ def _multi_dot_ref(ts):
     return np.linalg.multi_dot(ts)
 
 
+def _cross_ref(a, b, dim=None):
+    if dim is None:
+        dim = list(np.broadcast_shapes(a.shape, b.shape)).index(3)
+    a, b = np.broadcast_arrays(a, b)
+    return np.cross(a, b, axis=dim)
+
+
 __all__ = ["OPS"]
 
 OPS = [
+    _op("matmul", [Sample((rand(3, 4), rand(4, 2, seed=1))),
+                   Sample((rand(2, 3, 4), rand(4, 2, seed=1)), name="broadcast"),
+                   Sample((rand(4), rand(4, 2, seed=1)), name="vector"),
+                   Sample((rand(0, 4), rand(4, 2, seed=1)), name="empty"),
+                   Sample((rand(3, 0), rand(0, 2, seed=1)), name="empty_inner")],
+        [ErrorInput((rand(2, 3), rand(2, 3)), ValueError, ("matmul", "(2, 3)"), name="inner")],
+        ref=np.matmul),
+    _op("bmm", [Sample((rand(2, 3, 4), rand(2, 4, 2, seed=1))),
+                Sample((rand(0, 3, 4), rand(0, 4, 2, seed=1)), name="empty")],
+        [ErrorInput((rand(2, 3), rand(3, 2)), ValueError, ("bmm", "3-D"), name="rank")],
+        ref=np.matmul),
+    _op("dot", [Sample((rand(4), rand(4, seed=1))),
+                Sample((rand(0), rand(0, seed=1)), name="empty")],
+        [ErrorInput((rand(4), rand(3)), ValueError, ("dot", "(4,)"), name="length")],
+        ref=np.dot, amp="promote"),
+    _op("linear", [Sample((rand(3, 4), rand(2, 4, seed=1), rand(2, seed=2))),
+                   Sample((rand(2, 3, 4), rand(2, 4, seed=1)), name="nobias_3d"),
+                   Sample((rand(0, 4), rand(2, 4, seed=1), rand(2, seed=2)), name="empty")],
+        [ErrorInput((rand(2, 3), rand(4, 4)), ValueError, ("linear", "weight=(4, 4)"),
+                    name="features")],
+        ref=lambda x, w, b=None: x @ w.T + (0 if b is None else b)),
+    _op("einsum", [Sample(("ij,jk->ik", rand(3, 4), rand(4, 2, seed=1))),
+                   Sample(("bij,bjk->bik", rand(2, 3, 4), rand(2, 4, 2, seed=1)), name="batch"),
+                   Sample(("ii->i", rand(3, 3)), name="diagonal"),
+                   Sample(("ij->", rand(3, 4)), name="full_sum"),
+                   Sample(("ij,jk->ik", rand(0, 4), rand(4, 2, seed=1)), name="empty")],
+        [ErrorInput(("ij,jk->ik", rand(2, 3), rand(2, 3)), ValueError, ("einsum", "'j'"),
+                    name="sizes")],
+        ref=np.einsum),
     _op("mm", [Sample((rand(3, 4), rand(4, 2, seed=1))),
                Sample((rand(0, 4), rand(4, 2, seed=1)), name="empty"),
                Sample((rand(3, 0), rand(0, 2, seed=1)), name="empty_inner")],
@@ -111,4 +147,16 @@ OPS = [
                     ("bilinear", "weight=(2, 5, 4)"), name="weight")],
         lambda x1, x2, w, b=None: np.einsum("...i,oij,...j->...o", x1, w, x2)
         + (0 if b is None else b), amp="promote"),
+    OpInfo("cross", "matmul", (
+        Sample((rand(4, 3), rand(4, 3, seed=1)), {"dim": -1}),
+        Sample((rand(3, 4), rand(3, 4, seed=1)), name="default_dim"),
+        Sample((rand(2, 3), rand(3, seed=1)), {"dim": 1}, name="broadcast"),
+        Sample((rand(3), rand(3, seed=1)), name="vector"),
+        Sample((rand(0, 3), rand(0, 3, seed=1)), {"dim": 1}, name="empty")), "promote",
+        gradgrad=True, ref=_cross_ref,
+        nonfinite=(NonFinite((np.array([NAN, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])),
+                             [0.0, NAN, NAN]),),
+        errors=(ErrorInput((rand(2, 4), rand(2, 4)), ValueError, ("cross", "size 3")),
+                ErrorInput((rand(2, 3), rand(2, 3)), ValueError, ("cross", "size 3"),
+                           {"dim": 0}, name="dim_not_3"))),
 ]
