@@ -1,4 +1,4 @@
-"""Render the autocast policy table (``minigrad/amp/policy.py``) into ``docs/amp.md``.
+"""Render the autocast policy table (``minigrad/precision/policy.py``) into ``docs/amp.md``.
 
 The table in the guide is generated, never hand-copied: ``tests/test_docs.py`` fails when it is
 out of date. Regenerate with::

@@ -287,7 +287,7 @@ def test_global_policy_set_get_reset_table():
 def test_every_functional_op_has_a_row():
     missing = amp.policy.missing_rows()
     print("ops without a policy row:", missing)
-    assert missing == [], f"add rows to minigrad/amp/policy.py for {missing}"
+    assert missing == [], f"add rows to minigrad/precision/policy.py for {missing}"
     table = amp.policy.table()
     for name in ("matmul", "linear", "conv2d", "exp", "softmax", "mse_loss", "add", "batch_norm",
                  "binary_cross_entropy", "relu", "cast"):

@@ -36,6 +36,7 @@ from ..core.modes import autocast_state as _state
 from ..core.modes import dispatch_policy, grad_enabled
 from ..core.tensor import Tensor
 from . import policy as _policy
+from .policy import Category
 
 __all__ = ["AutocastPolicy", "RegionState", "captured_state", "get_autocast_dtype",
            "is_autocast_enabled", "make_policy", "replay_state"]
@@ -43,7 +44,11 @@ __all__ = ["AutocastPolicy", "RegionState", "captured_state", "get_autocast_dtyp
 _FLOATS = frozenset({float16, bfloat16, float32})  # float64 is an explicit user choice: left alone
 _ALL_FLOATS = (float16, bfloat16, float32, float64)
 _PROMOTABLE = {d: frozenset(_ALL_FLOATS) - {d} for d in _ALL_FLOATS}
-_PROMOTE_REASON = {d: f"autocast:promote({d})" for d in _ALL_FLOATS}
+# The categories the fast path compares by identity (module globals: one cached load each).
+_LOWER, _FP32, _PROMOTE, _LOWER_INPUT, _FP32_WARN = (
+    Category.LOWER, Category.FP32, Category.PROMOTE, Category.LOWER_INPUT, Category.FP32_WARN)
+_PROMOTE_REASON = {d: f"autocast:{_PROMOTE}({d})" for d in _ALL_FLOATS}
+_R_FP32_WARN = f"autocast:{_FP32_WARN}({float32})"
 
 
 class RegionState:
@@ -99,8 +104,9 @@ def get_autocast_dtype(device_type=None):
 class AutocastPolicy:
     """The object installed in ``dispatch_policy``; ``cast_inputs`` is on every op's hot path.
 
-    The merged table (global + region overrides) is a dict name -> small int computed once per
-    region, so a pass-through op costs one dict lookup.
+    ``categories`` is the merged table (global + region overrides, ``policy.merged_table``): op
+    name -> ``Category``, pass-through rows omitted, computed once per region, so a pass-through
+    op costs one dict lookup and the others one to five identity comparisons.
     """
 
     __slots__ = (
@@ -110,38 +116,37 @@ class AutocastPolicy:
         "_r_lin",
         "_r_low",
         "cache",
-        "codes",
+        "categories",
         "high",
         "low",
     )
 
-    def __init__(self, codes: dict, low, high, cache):
-        self.codes = codes
+    def __init__(self, categories: dict, low, high, cache):
+        self.categories = categories
         self.low = low
         self.high = high
         self.cache = cache
-        self._low_set = _FLOATS - {low}     # dtypes the "lower" category casts down
-        self._high_set = _FLOATS - {high}   # dtypes the "fp32" category casts up
-        self._r_low = f"autocast:lower({low})"
-        self._r_high = f"autocast:fp32({high})"
-        self._r_lin = f"autocast:lower_input({low}, params {high})"
+        self._low_set = _FLOATS - {low}     # dtypes the LOWER category casts down
+        self._high_set = _FLOATS - {high}   # dtypes the FP32 category casts up
+        self._r_low = f"autocast:{_LOWER}({low})"
+        self._r_high = f"autocast:{_FP32}({high})"
+        self._r_lin = f"autocast:{_LOWER_INPUT}({low}, params {high})"
 
     def cast_inputs(self, fn_cls, inputs):
         """Return ``(inputs, compute_dtype, reason)`` for op ``fn_cls`` per the table."""
-        code = self.codes.get(fn_cls.name, 0)
-        if code == 0:
+        cat = self.categories.get(fn_cls.name)
+        if cat is None:
             return inputs, None, None
-        if code == 1:
+        if cat is _LOWER:
             return self._cast_all(inputs, self.low, self._low_set), self.low, self._r_low
-        if code == 2:
+        if cat is _FP32:
             return self._cast_all(inputs, self.high, self._high_set), self.high, self._r_high
-        if code == 3:
+        if cat is _PROMOTE:
             return self._promote(inputs)
-        if code == 4:
+        if cat is _LOWER_INPUT:
             return self._lower_input(inputs), self.low, self._r_lin
-        _warn_bce(fn_cls.name)
-        return self._cast_all(inputs, self.high, self._high_set), self.high, \
-            "autocast:fp32_warn(float32)"
+        _warn_bce(fn_cls.name)  # FP32_WARN, the one category left
+        return self._cast_all(inputs, self.high, self._high_set), self.high, _R_FP32_WARN
 
     def _cast_all(self, inputs, target, castable):
         out = None
@@ -270,7 +275,7 @@ def _op_names(names, what):
 
 def make_policy(dtype, high, cache, fp32_ops=(), lower_ops=()) -> AutocastPolicy:
     """An ``AutocastPolicy`` over the current table (used by regions and the global switch)."""
-    return AutocastPolicy(_policy.merged_codes(fp32_ops, lower_ops), dtype, high, cache)
+    return AutocastPolicy(_policy.merged_table(fp32_ops, lower_ops), dtype, high, cache)
 
 
 # ----------------------------------------------------------------- replaying a region's state

@@ -11,9 +11,9 @@ Inside such a module every op runs in the module's dtype:
 * every floating input (float16/bfloat16/float32; float64 is an explicit user choice and left
   alone) is cast to it, parameters through the autocast weight-cast cache, so a float32 weight is
   cast once per forward however many ops use it;
-* ``batch_norm`` (the ``lower_input`` row of the policy table) casts only its data input: its
-  weight, bias and running statistics keep their own dtype (float32 unless the model itself was
-  cast, as O3 does), and it computes statistics in float32;
+* ``batch_norm`` (its ``Category.LOWER_INPUT`` row in the policy table) casts only its data
+  input: its weight, bias and running statistics keep their own dtype (float32 unless the model
+  itself was cast, as O3 does), and it computes statistics in float32;
 * reductions still accumulate in float32 (the kernels do that for every dtype, invariant 3);
 * the ops autocast inserts itself (``cast``, ``to_device``, ``clone``) are never cast.
 
@@ -23,34 +23,34 @@ its forward (set and reset with a token), so the nearest module with a setting w
 
 from __future__ import annotations
 
-from .._backend.dtypes import bfloat16, float16, float32
+from .._backend.dtypes import float32
 from ..core.tensor import Tensor
 from . import policy as _policy
 from .autocast import AutocastPolicy
+from .policy import Category
 
 __all__ = ["ModulePrecisionPolicy", "precision_policy"]
 
-_FLOATS = frozenset({float16, bfloat16, float32})
-_CAST_ALL, _DATA_ONLY, _NEVER = 1, 4, 0
+_LOWER, _LOWER_INPUT = Category.LOWER, Category.LOWER_INPUT
+
+_table_memo: list = [None, None]  # [policy table version, table]
 
 
-_codes_memo: list = [None, None]  # [policy table version, codes]
-
-
-def _codes() -> dict:
-    """Op name -> code; anything not listed (every other op, user ops too) casts all inputs.
+def _module_table() -> dict:
+    """Op name -> Category inside a module with a compute dtype: the policy table's
+    ``LOWER_INPUT`` rows, ``PASSTHROUGH`` for the ops never cast; anything not listed (every
+    other op, user ops too) is ``LOWER``: all its floating inputs are cast.
 
     Memoised per version of the policy table (``policy.set`` bumps it).
     """
-    if _codes_memo[0] == _policy._version:
-        return _codes_memo[1]
-    codes = {n: _NEVER for n in _policy._NEVER_CAST}
-    codes["detach"] = _NEVER
+    if _table_memo[0] == _policy._version:
+        return _table_memo[1]
+    table = {n: Category.PASSTHROUGH for n in _policy._NEVER_CAST | {"detach"}}
     for name, cat in _policy.table().items():
-        if cat == "lower_input":
-            codes[name] = _DATA_ONLY
-    _codes_memo[:] = [_policy._version, codes]
-    return codes
+        if cat is _LOWER_INPUT:
+            table[name] = cat
+    _table_memo[:] = [_policy._version, table]
+    return table
 
 
 class ModulePrecisionPolicy(AutocastPolicy):
@@ -63,21 +63,21 @@ class ModulePrecisionPolicy(AutocastPolicy):
     __slots__ = ()
 
     def __init__(self, dtype, cache):
-        super().__init__(_codes(), dtype, float32, cache)
+        super().__init__(_module_table(), dtype, float32, cache)
         self._r_low = f"module:{dtype}"
         self._r_lin = f"module:{dtype}(data input only)"
 
     def cast_inputs(self, fn_cls, inputs):
         """Return ``(inputs, compute_dtype, reason)`` for op ``fn_cls``."""
-        code = self.codes.get(fn_cls.name, _CAST_ALL)
-        if code == _CAST_ALL:
+        cat = self.categories.get(fn_cls.name, _LOWER)
+        if cat is _LOWER:
             return self._cast_all(inputs, self.low, self._low_set), self.low, self._r_low
-        if code == _DATA_ONLY:
+        if cat is _LOWER_INPUT:
             x = inputs[0] if inputs else None
             if isinstance(x, Tensor) and x.data.dtype in self._low_set:
                 inputs = (self._cast(x, self.low),) + tuple(inputs[1:])
             return inputs, self.low, self._r_lin
-        return inputs, None, None
+        return inputs, None, None  # PASSTHROUGH
 
     def cast_value(self, x):
         """Cast one floating Tensor (a module's input) to this policy's dtype."""

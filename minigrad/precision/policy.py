@@ -1,21 +1,27 @@
 """The autocast policy table: one row per op, op name -> category (invariant 2).
 
 The op name is ``Function.name``, which is also the name of the ``minigrad.functional`` function.
-Categories:
+A category is a :class:`Category` member, the one encoding of it everywhere: the table, the
+dispatch fast path (``autocast.AutocastPolicy``), the module policy (``precision.module``) and
+the op table's ``OpInfo.amp``. Members are ``str`` (``Category.LOWER == "lower"``), so the public
+API takes and compares plain strings too. Categories:
 
-* ``"lower"``: run in the autocast dtype (float16 / bfloat16). Matmul-like products and
-  convolutions, which accumulate in float32 anyway (invariant 4), so only their I/O is narrow.
-* ``"fp32"``: run in float32. Ops whose result overflows or loses too much in float16: exp/log
-  families, pow, norms and reductions (whose *output* must hold a float32-sized range), softmax
-  and every loss.
-* ``"promote"``: multi-input ops; floating inputs are cast to the widest floating input dtype
-  (float16 with bfloat16 widens to float32), so mixed graphs never fail with "expected Half".
-* ``"lower_input"``: batch_norm. The data input runs in the autocast dtype, every other floating
-  input (running statistics, weight, bias) in float32, and the op computes statistics in float32.
-* ``"fp32_warn"``: binary_cross_entropy on probabilities. PyTorch refuses it under autocast;
-  minigrad runs it in float32 and says so once.
-* ``"passthrough"``: runs in whatever dtype its inputs have (the default for unlisted ops; every
-  op of ``minigrad.functional`` still gets an explicit row so the table documents all of them).
+* ``LOWER`` (``"lower"``): run in the autocast dtype (float16 / bfloat16). Matmul-like products
+  and convolutions, which accumulate in float32 anyway (invariant 4), so only their I/O is narrow.
+* ``FP32`` (``"fp32"``): run in float32. Ops whose result overflows or loses too much in float16:
+  exp/log families, pow, norms and reductions (whose *output* must hold a float32-sized range),
+  softmax and every loss.
+* ``PROMOTE`` (``"promote"``): multi-input ops; floating inputs are cast to the widest floating
+  input dtype (float16 with bfloat16 widens to float32), so mixed graphs never fail with
+  "expected Half".
+* ``LOWER_INPUT`` (``"lower_input"``): batch_norm. The data input runs in the autocast dtype,
+  every other floating input (running statistics, weight, bias) in float32, and the op computes
+  statistics in float32.
+* ``FP32_WARN`` (``"fp32_warn"``): binary_cross_entropy on probabilities. PyTorch refuses it under
+  autocast; minigrad runs it in float32 and says so once.
+* ``PASSTHROUGH`` (``"passthrough"``): runs in whatever dtype its inputs have (the default for
+  unlisted ops; every op of ``minigrad.functional`` still gets an explicit row so the table
+  documents all of them).
 
 Decisions that differ between the peers:
 
@@ -34,31 +40,50 @@ Overrides: ``set(name, category)`` changes a row for every autocast region enter
 
 from __future__ import annotations
 
+import enum
+
 from ..core.function import Function
 
-__all__ = ["CATEGORIES", "check_op_name", "functional_op_names", "get", "missing_rows", "reset",
-           "set", "table"]
+__all__ = ["CATEGORIES", "Category", "as_category", "check_op_name", "functional_op_names", "get",
+           "missing_rows", "reset", "set", "set_category", "table"]
 
-CATEGORIES = ("lower", "fp32", "promote", "lower_input", "fp32_warn", "passthrough")
 
-# Small ints used by the dispatch fast path (autocast.AutocastPolicy); 0 == pass-through.
-CODES = {"passthrough": 0, "lower": 1, "fp32": 2, "promote": 3, "lower_input": 4, "fp32_warn": 5}
+class Category(str, enum.Enum):
+    """An op's AMP category (see the module docstring for what each one does).
+
+    A ``str`` enum: ``Category.LOWER == "lower"``, it hashes, prints and formats as its value,
+    and ``Category("lower") is Category.LOWER``. Inside minigrad members are compared by
+    identity (``cat is Category.LOWER``), which is what the dispatch fast path does per op.
+    """
+
+    __str__ = str.__str__        # "lower", not "Category.LOWER", on every Python version
+    __format__ = str.__format__  # f"{cat}" likewise (Python 3.12 changed the Enum default)
+
+    LOWER = "lower"
+    FP32 = "fp32"
+    PROMOTE = "promote"
+    LOWER_INPUT = "lower_input"
+    FP32_WARN = "fp32_warn"
+    PASSTHROUGH = "passthrough"
+
+
+CATEGORIES = tuple(Category)  # in table order: lower, fp32, promote, lower_input, fp32_warn, ...
 
 # Ops the policy must never touch: autocast inserts them itself (casting "cast" would recurse).
 _NEVER_CAST = frozenset({"cast", "to_device", "clone"})
 
 
-def _rows(category: str, names: str) -> dict:
+def _rows(category: Category, names: str) -> dict:
     return {n: category for n in names.split()}
 
 
 _DEFAULT: dict = {}
-_DEFAULT.update(_rows("lower", """
+_DEFAULT.update(_rows(Category.LOWER, """
     matmul mm bmm mv linear einsum conv1d conv2d conv3d
     conv_transpose1d conv_transpose2d conv_transpose3d prelu lstm_cell gru_cell rnn_tanh_cell
     rnn_relu_cell scaled_dot_product_attention
 """))
-_DEFAULT.update(_rows("fp32", """
+_DEFAULT.update(_rows(Category.FP32, """
     exp exp2 log log2 log10 log1p expm1 pow sqrt rsqrt reciprocal erf erfinv
     acos asin cosh sinh tan softplus
     softmax log_softmax softmin logsumexp layer_norm group_norm instance_norm local_response_norm
@@ -69,7 +94,7 @@ _DEFAULT.update(_rows("fp32", """
     hinge_embedding_loss margin_ranking_loss soft_margin_loss multi_margin_loss
     multilabel_margin_loss triplet_margin_loss ctc_loss
 """))
-_DEFAULT.update(_rows("promote", """
+_DEFAULT.update(_rows(Category.PROMOTE, """
     add sub mul div maximum minimum where concat stack scatter_add dot vdot tensordot cross
     atan2 addcmul addcdiv bilinear grid_sample index_put index_add lerp hypot fmod remainder
     copysign
@@ -77,15 +102,15 @@ _DEFAULT.update(_rows("promote", """
 # AMP_REFERENCE section 1 names added with their ops (issue 15); the other names of that list
 # already have rows above. Composite ops (addmm, convolution, the upsample_* modes...) are one
 # Function each (functional._composite), so their row governs the whole op.
-_DEFAULT.update(_rows("lower", """
+_DEFAULT.update(_rows(Category.LOWER, """
     addmm addmv addr addbmm baddbmm chain_matmul linalg_multi_dot convolution
 """))
-_DEFAULT.update(_rows("fp32", """
+_DEFAULT.update(_rows(Category.FP32, """
     upsample_linear upsample_bicubic upsample_trilinear vector_norm matrix_norm
 """))
-_DEFAULT.update(_rows("lower_input", "batch_norm"))
-_DEFAULT.update(_rows("fp32_warn", "binary_cross_entropy"))
-_DEFAULT.update(_rows("passthrough", """
+_DEFAULT.update(_rows(Category.LOWER_INPUT, "batch_norm"))
+_DEFAULT.update(_rows(Category.FP32_WARN, "binary_cross_entropy"))
+_DEFAULT.update(_rows(Category.PASSTHROUGH, """
     cast to_device clone detach
     neg abs sign relu relu6 leaky_relu elu selu celu gelu silu mish hardswish hardsigmoid
     hardtanh sigmoid logsigmoid tanh sin cos atan floor ceil round trunc clip clamp square
@@ -100,27 +125,30 @@ _DEFAULT.update(_rows("passthrough", """
 """))
 
 _overrides: dict = {}
-_version = 0  # bumped by set/reset so regions can cache their merged table
+_version = 0  # bumped by set_category/reset so regions can cache their merged table
 _merged_cache: dict = {}
 
 
-def _check_category(category: str) -> str:
-    if category not in CODES:
-        raise ValueError(
-            f"amp.policy: unknown category {category!r}; valid categories are {list(CATEGORIES)}")
-    return category
+def as_category(value) -> Category:
+    """``value`` (a :class:`Category` or its string) as a :class:`Category`.
+
+    Raises:
+        ValueError: not a category; the message lists the valid ones.
+    """
+    try:
+        return Category(value)
+    except ValueError:
+        raise ValueError(f"amp.policy: unknown category {value!r}; valid categories are "
+                         f"{[c.value for c in Category]}") from None
 
 
-def _function_names():
-    """``Function.name`` of every Function subclass defined so far (user Functions included)."""
-
-    names = {}  # a dict as an ordered set: this module's ``set`` is the override function
+def _function_classes():
+    """Every Function subclass defined so far (user Functions included), depth first."""
     stack = list(Function.__subclasses__())
     while stack:
         cls = stack.pop()
         stack.extend(cls.__subclasses__())
-        names[cls.name] = None
-    return names.keys()
+        yield cls
 
 
 def check_op_name(name: str, where: str = "amp.policy") -> None:
@@ -132,7 +160,7 @@ def check_op_name(name: str, where: str = "amp.policy") -> None:
     """
     if name in _DEFAULT or name in _overrides:
         return
-    known = _function_names() | _DEFAULT.keys()
+    known = {cls.name for cls in _function_classes()} | _DEFAULT.keys()
     if name in known:
         return
     import difflib
@@ -144,44 +172,44 @@ def check_op_name(name: str, where: str = "amp.policy") -> None:
                      "known once its class is defined)")
 
 
-def get(name: str) -> str:
-    """The category of op ``name`` (``"passthrough"`` for unlisted ops).
+def get(name: str) -> Category:
+    """The category of op ``name`` (``Category.PASSTHROUGH`` for unlisted ops).
 
     Example:
         >>> from minigrad.amp import policy
-        >>> policy.get("matmul"), policy.get("softmax"), policy.get("relu")
-        ('lower', 'fp32', 'passthrough')
+        >>> policy.get("matmul") is policy.Category.LOWER, policy.get("softmax") == "fp32"
+        (True, True)
     """
     cat = _overrides.get(name)
     if cat is None:
-        cat = _DEFAULT.get(name, "passthrough")
+        cat = _DEFAULT.get(name, Category.PASSTHROUGH)
     return cat
 
 
-def set(name: str, category: str) -> None:
+def set_category(name: str, category: Category | str) -> None:
     """Override the row of op ``name`` globally (for autocast regions entered afterwards).
+
+    Public as ``amp.policy.set(name, category)``.
 
     Args:
         name: ``Function.name`` of the op (e.g. ``"matmul"``).
-        category: one of ``CATEGORIES``.
+        category: a :class:`Category` or its string (``"fp32"``).
 
     Raises:
         ValueError: unknown category, unknown op name (the message names the closest ones), or
             an op autocast must never cast (``cast``).
     """
     global _version
-    _check_category(category)
+    cat = as_category(category)
     if not isinstance(name, str):
         raise TypeError(f"amp.policy.set: op name must be a string, got {type(name).__name__}")
     check_op_name(name, "amp.policy.set")
-    if name in _NEVER_CAST and category != "passthrough":
+    if name in _NEVER_CAST and cat is not Category.PASSTHROUGH:
         raise ValueError(f"amp.policy.set: op {name!r} is inserted by autocast itself and must "
                          "stay 'passthrough'")
-    _overrides[name] = category
+    _overrides[name] = cat
     _version += 1
     _merged_cache.clear()
-
-
 def reset() -> None:
     """Drop every global override made with ``set``."""
     global _version
@@ -191,44 +219,43 @@ def reset() -> None:
 
 
 def table() -> dict:
-    """A copy of the effective table (defaults plus global overrides), for docs and tests."""
+    """A copy of the effective table (defaults plus global overrides): op name -> Category."""
     out = dict(_DEFAULT)
     out.update(_overrides)
     return out
 
 
-def merged_codes(fp32_ops=(), lower_ops=()) -> dict:
-    """Op name -> small int code for one region (pass-through rows omitted: lookup default 0).
+def merged_table(fp32_ops=(), lower_ops=()) -> dict:
+    """Op name -> Category for one region: the table with the region's ``fp32_ops`` and
+    ``lower_ops`` applied, pass-through rows and ``_NEVER_CAST`` ops omitted (a lookup miss
+    means pass-through).
 
     Memoised per (global version, overrides) so entering a region in a training loop is cheap.
     """
     key = (_version, fp32_ops, lower_ops)
-    codes = _merged_cache.get(key)
-    if codes is None:
+    merged = _merged_cache.get(key)
+    if merged is None:
         eff = table()
         for n in fp32_ops:
-            eff[n] = "fp32"
+            eff[n] = Category.FP32
         for n in lower_ops:
-            eff[n] = "lower"
-        codes = {n: CODES[c] for n, c in eff.items() if c != "passthrough" and n not in _NEVER_CAST}
+            eff[n] = Category.LOWER
+        merged = {n: c for n, c in eff.items()
+                  if c is not Category.PASSTHROUGH and n not in _NEVER_CAST}
         if len(_merged_cache) > 64:
             _merged_cache.clear()
-        _merged_cache[key] = codes
-    return codes
+        _merged_cache[key] = merged
+    return merged
 
 
 def functional_op_names() -> dict:
     """``Function.name`` -> class name for every Function subclass under ``minigrad.functional``."""
 
     found = {}
-    stack = list(Function.__subclasses__())
-    while stack:
-        cls = stack.pop()
-        stack.extend(cls.__subclasses__())
+    for cls in _function_classes():
         if cls.name == "function":  # an abstract helper base without a name of its own
             continue
-        if cls.__module__.startswith("minigrad.functional") or cls.__module__.startswith(
-                "minigrad.nn"):
+        if cls.__module__.startswith(("minigrad.functional", "minigrad.nn")):
             found.setdefault(cls.name, cls.__qualname__)
     return found
 
@@ -240,3 +267,9 @@ def missing_rows() -> list:
     # (invariant 5): they are pass-through by construction and need no row.
     return sorted(n for n in functional_op_names()
                   if n not in eff and not n.endswith("_backward"))
+
+
+# The public spelling is ``amp.policy.set(name, category)`` (as ``amp.policy.get``/``reset``).
+# Bound last, and nothing in this module calls the builtin ``set`` (set literals and
+# comprehensions only), so the shadowing is confined to the module's public namespace.
+set = set_category  # noqa: A001

@@ -15,8 +15,9 @@ from .. import amp
 from .._backend.dtypes import is_floating
 from ..autodiff import grad
 from ..core.modes import dispatch_hooks
+from ..core.creation import manual_seed, tensor
 from ..core.tensor import Tensor
-from ..core.creation import tensor
+from ..precision.policy import Category
 from ._gradcheck import gradcheck, gradgradcheck
 from .op_table import OpInfo, Sample, bind
 
@@ -66,14 +67,14 @@ def autocast_applies(info: OpInfo) -> bool:
 
 
 def check_policy_row(info: OpInfo) -> None:
-    """The op table and ``amp/policy.py`` agree on the op's category."""
+    """The op table and ``precision/policy.py`` agree on the op's category."""
     from ..amp import policy
 
     if info.amp is None:
         assert info.amp_note, f"{info.name}: amp=None needs an amp_note saying why"
         return
-    assert info.row in policy.table(), f"amp/policy.py has no explicit row for {info.row!r}"
-    assert policy.get(info.row) == info.amp, (
+    assert info.row in policy.table(), f"precision/policy.py has no explicit row for {info.row!r}"
+    assert policy.get(info.row) is info.amp, (
         f"{info.name}: policy row {info.row!r} is {policy.get(info.row)!r}, op table says "
         f"{info.amp!r}")
 
@@ -95,8 +96,6 @@ _DTYPE_TOL = {"float32": 1e-4, "float16": 2e-2, "bfloat16": 6e-2}
 def check_dtype(info: OpInfo, dtype: str) -> None:
     """With every floating input in ``dtype`` (autocast off) the op matches its float64 result
     within that dtype's precision; floating outputs stay floating."""
-    from .. import manual_seed
-
     sample = first_nonempty(info)
     manual_seed(0)  # dropout: the same mask for both runs
     ref = _call(info, sample.args, sample.kwargs)
@@ -136,8 +135,6 @@ def _strided(a):
 
 
 def _values_and_grads(fn, arrays):
-    from .. import manual_seed
-
     xs = [Tensor(a, requires_grad=True) for a in arrays]
     manual_seed(0)  # random ops (dropout) draw the same mask for both layouts
     out = fn(*xs)
@@ -185,14 +182,16 @@ def check_autocast(info: OpInfo, low: str) -> None:
             return tensor(a)
         first = given[0] == 0
         given[0] += 1
-        if cat in ("lower", "lower_input") or (cat == "promote" and not first):
+        if cat is Category.LOWER or cat is Category.LOWER_INPUT or (
+                cat is Category.PROMOTE and not first):
             return tensor(a.astype(f32))
         return tensor(a.astype(low_dt))
 
     fn, arrays = bind(info.op, first_nonempty(info), convert)
     tensors = [convert(a) for a in arrays]
-    expected = {"lower": low_dt, "lower_input": low_dt, "fp32": f32, "fp32_warn": f32,
-                "passthrough": low_dt, "promote": f32 if given[0] > 1 else low_dt}[cat]
+    expected = {Category.LOWER: low_dt, Category.LOWER_INPUT: low_dt, Category.FP32: f32,
+                Category.FP32_WARN: f32, Category.PASSTHROUGH: low_dt,
+                Category.PROMOTE: f32 if given[0] > 1 else low_dt}[cat]
     seen = []
 
     def hook(phase, fn_, inputs, outputs):

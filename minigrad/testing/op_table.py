@@ -5,7 +5,7 @@ empty, 0-d...), which calls must fail and how (:class:`ErrorInput`), what an inf
 (:class:`NonFinite`), the AMP category it must run in under ``autocast`` and whether its second
 derivative is supported. ``tests/test_op_table.py`` runs one parametrised suite over the table
 and fails when a public op has no entry, so adding an op is: one ``Function`` class, one row in
-``minigrad/amp/policy.py``, one entry in ``minigrad/testing/ops/<family>.py``.
+``minigrad/precision/policy.py``, one entry in ``minigrad/testing/ops/<family>.py``.
 
 Inputs are NumPy arrays (float64 for floating inputs): floating arrays are the differentiable
 inputs unless their position is listed in ``Sample.const``; integer arrays and Python values
@@ -24,6 +24,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import functional as F
+from ..core.creation import tensor
+from ..precision.policy import Category, as_category
+
 __all__ = ["FAMILIES", "INF", "NAN", "NON_OPS", "ErrorInput", "NonFinite", "OpInfo", "Sample",
            "bind", "ints", "op_table", "pos", "public_ops", "rand"]
 
@@ -32,8 +36,8 @@ __all__ = ["FAMILIES", "INF", "NAN", "NON_OPS", "ErrorInput", "NonFinite", "OpIn
 NON_OPS: dict = {}
 
 # Op families that must declare at least one error input (one file each under functional/).
-FAMILIES = ("activation", "attention", "blas", "cast", "conv", "conv_nd", "distance",
-            "elementwise", "linalg", "loss", "loss_margin", "normalization", "pooling",
+FAMILIES = ("activation", "attention", "cast", "conv", "conv_nd", "distance", "dropout",
+            "elementwise", "loss", "loss_margin", "matmul", "normalization", "pooling",
             "recurrent", "reduction", "sampling", "scan", "shape", "sparse",
             "transcendental", "upsample")
 
@@ -97,8 +101,10 @@ class OpInfo:
             ``F.nn.cross_entropy``.
         family: the ``minigrad/functional/<family>.py`` it lives in.
         samples: the calls every test runs (gradcheck, forward, non-contiguous).
-        amp: expected ``amp.policy`` category of its ``Function`` (``policy_name``); None when
-            the op dispatches no Function of its own (``amp_note`` says why).
+        amp: expected ``amp.policy`` category of its ``Function`` (``policy_name``): a
+            ``Category``, or its string (``"fp32"``), which is validated and stored as the
+            ``Category``; None when the op dispatches no Function of its own (``amp_note`` says
+            why).
         policy_name: the ``Function.name`` / policy row when it differs from ``name``.
         errors: calls that must raise.
         nonfinite: inf/NaN propagation checks.
@@ -115,7 +121,7 @@ class OpInfo:
     name: str
     family: str
     samples: tuple
-    amp: str | None
+    amp: Category | None
     policy_name: str | None = None
     errors: tuple = ()
     nonfinite: tuple = ()
@@ -127,12 +133,14 @@ class OpInfo:
     xfail: dict = field(default_factory=dict)
     fn: object = None
 
+    def __post_init__(self):
+        if self.amp is not None:  # one encoding: the policy's Category (ValueError if unknown)
+            object.__setattr__(self, "amp", as_category(self.amp))
+
     @property
     def op(self):
         if self.fn is not None:
             return self.fn
-        import minigrad.functional as F
-
         obj = F
         for part in self.name.split("."):
             obj = getattr(obj, part)
@@ -151,8 +159,6 @@ def public_ops() -> set:
     (MegEngine spellings such as ``nn.cross_entropy``, ``nn.square_loss``) are separate ops.
     Also picks up families added later (any public ``minigrad/functional/*.py``).
     """
-    import minigrad.functional as F
-
     names: set = set()
     for mod in pkgutil.iter_modules(F.__path__):
         if mod.name.startswith("_") or mod.name == "nn":
@@ -194,9 +200,7 @@ def bind(op, sample: Sample, convert=None):
     becomes a Tensor built by ``convert(array)`` (default: a Tensor over a copy, so ops that
     update buffers in place, batch_norm's running statistics, never change the table).
     """
-    import minigrad as mg
-
-    convert = convert or (lambda a: mg.tensor(np.array(a)))
+    convert = convert or (lambda a: tensor(np.array(a)))
     arrays: list = []
     plan: list = []  # per argument: ("diff", k) / ("seq", list|tuple, [slots]) / ("value", v)
 
