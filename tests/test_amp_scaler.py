@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import minigrad as mg
 import minigrad.functional as F
 from minigrad import amp
-from minigrad.amp import grad_scaler
+from minigrad.amp import _unscale, grad_scaler
 from minigrad.autodiff import GradManager, grad
 from minigrad.optimizer import SGD, Adam, clip_grad_norm
 
@@ -990,7 +990,7 @@ def test_inplace_split_rules():
     ro = np.ones(2, np.float32)
     ro.flags.writeable = False
     grads = [base, base[:2], own, ro, np.ones(3, np.float32), np.ones((3, 2), np.float32).T]
-    inplace, copied = grad_scaler._inplace_safe(grads, [False, False, False, False, True, False])
+    inplace, copied = _unscale.inplace_safe(grads, [False, False, False, False, True, False])
     assert inplace == [2] and copied == [0, 1, 3, 4, 5]
 
 

@@ -21,8 +21,9 @@ import math
 
 import numpy as np
 
-from . import cuda_graph, cupy, multi_tensor
+from . import cuda_graph, cupy, loss_scale_rule, multi_tensor
 from .dtypes import acc_dtype, float32, float64
+from .loss_scale_rule import F32_MAX
 
 __all__ = ["use_fused", "unscale_and_check", "unscale_inplace_and_check", "sgd_update",
            "sgd_update_many", "adam_update", "scale_update"]
@@ -265,6 +266,10 @@ def sgd_update_many(params, grads, bufs, lr, momentum, dampening, weight_decay, 
 
 
 def _sgd_numpy(param, grad, buf, lr, momentum, dampening, wd, nesterov, first):
+    """The CPU body of ``optimizer.SGD`` (its only one): the NumPy twin of ``_SGD_OP``,
+    ``_SGD_PLAIN_OP`` and ``multi_tensor.sgd``, operation for operation (one rounding each;
+    tests/test_optimizer_one_body.py runs the kernels' text on the CPU against it; the GPU
+    compiler may still fuse a multiply-add, so GPU tests compare with a tolerance)."""
     c = acc_dtype(param.dtype)
     exact = param.dtype == c  # update in place; else compute in c and round once
     w = param if exact else param.astype(c)
@@ -378,6 +383,9 @@ def adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step, lr, beta
 
 
 def _adam_numpy(param, grad, m, v, vmax, s, decoupled, amsgrad):
+    """The CPU body of ``optimizer.Adam``/``AdamW`` (their only one): the NumPy twin of
+    ``_ADAM_OP`` (with ``_AMS``, and ``_SC``'s in-kernel bias corrections), operation for
+    operation (tests/test_optimizer_one_body.py runs the kernel's text on the CPU against it)."""
     c = acc_dtype(param.dtype)
     exact = param.dtype == c  # update in place; else compute in c and round once
     w = param if exact else param.astype(c)
@@ -453,7 +461,8 @@ def _adam_cupy(param, grad, m, v, vmax, s, decoupled, amsgrad, found_inf):
 # ----------------------------------------------------------------------------- loss-scale update
 def scale_update(scale, tracker, found_inf, loss_bad, growth_factor, backoff_factor,
                  growth_interval, min_scale, max_scale=None):
-    """The dynamic loss-scale rule on device arrays, in place, without a host read.
+    """The dynamic loss-scale rule (:func:`loss_scale_rule.adjust`) on device arrays, in place,
+    without a host read: on the GPU as one small kernel, on the CPU as the rule itself.
 
     Args:
         scale: 1-element float64 array (float64 so that it equals the host path's Python float
@@ -462,28 +471,28 @@ def scale_update(scale, tracker, found_inf, loss_bad, growth_factor, backoff_fac
         found_inf: 1-element int32 flag: some gradient of the iteration was inf/NaN.
         loss_bad: 1-element int32 flag: a loss was inf/NaN (a model problem, not a scale one:
             scale and tracker are kept).
-        growth_factor, backoff_factor, growth_interval: the rule's constants (interval > 0).
+        growth_factor, backoff_factor, growth_interval: the rule's constants (interval 0:
+            a static scale, left as is).
         min_scale: the floor of the backoff (0.0 for none).
         max_scale: the cap of the growth (None: float32 max).
     """
-    cap = _F32_MAX if max_scale is None else max_scale
+    cap = F32_MAX if max_scale is None else max_scale
+    if growth_interval == 0:
+        return  # the rule's static case: nothing changes, so nothing is launched
     if use_fused(scale):
         with scale.device:
             _scale_kernel()(found_inf, loss_bad, growth_factor, backoff_factor, growth_interval,
                             min_scale, cap, scale, tracker)
         return
-    # NumPy twin of the kernel: branch-free array ops, no host read either.
-    bad = found_inf != 0
-    keep = loss_bad != 0
-    grown_t = tracker + 1
-    grow = grown_t == growth_interval
-    backed = np.maximum(scale * backoff_factor, min_scale)
-    grown = np.where(grow, np.minimum(scale * growth_factor, cap), scale)
-    scale[...] = np.where(keep, scale, np.where(bad, backed, grown))
-    tracker[...] = np.where(keep, tracker, np.where(bad | grow, 0, grown_t))
+    # The CPU form is the rule itself (array ops, no host read either), written back in place.
+    scale[...], tracker[...] = loss_scale_rule.adjust(
+        scale, tracker, found_inf, loss_bad, growth_factor=growth_factor,
+        backoff_factor=backoff_factor, growth_interval=growth_interval, min_scale=min_scale,
+        max_scale=cap)
 
 
-_F32_MAX = float(np.finfo(np.float32).max)
+# The compiled form of loss_scale_rule.adjust (same branches, same float64 operations);
+# tests/test_loss_scale_rule.py executes this source on the CPU against the rule.
 _SCALE_OP = """
 if (loss_bad[0] == 0) {
   if (found[0] != 0) {

@@ -1,6 +1,7 @@
 """Dynamic loss scaling: ``GradScaler`` (PyTorch and MegEngine APIs) and ``StaticGradScaler``.
 
-Update rule (AMP_REFERENCE section 2), applied once per iteration by ``update()``:
+Update rule (AMP_REFERENCE section 2), applied once per iteration by ``update()``; it is written
+once, as ``_backend/loss_scale_rule.adjust``, which both paths below run:
 
 * a loss passed to ``scale``/``backward`` was inf/NaN: the scale and the growth tracker are kept
   (a model or data problem, not a scale problem); ``max_nonfinite_losses`` such iterations in a
@@ -19,10 +20,14 @@ Two paths, the same decisions bit for bit:
 
 * host (default): the scale is a Python float; each unscale reads its flags (this optimizer's
   gradients, the pending losses) with one transfer;
-* ``sync_free=True``: scale, growth tracker and flags stay on the device (1-element arrays, the
-  NumPy twin on the CPU); optimizers receive the flag and skip inside their kernels, the rule runs
-  as ``fused.scale_update``; nothing is read until the user asks (``step()``'s report, telemetry,
-  ``get_scale()``), so a whole AMP step can be captured as a CUDA graph.
+* ``sync_free=True``: scale, growth tracker and flags stay on the device (``_sync_free``:
+  1-element arrays, NumPy ones on the CPU); optimizers receive the flag and skip inside their
+  kernels (gradients checked by the MegEngine-style ``unscale()`` carry it themselves), the rule
+  runs as ``fused.scale_update``; nothing is read until the user asks (``step()``'s report,
+  telemetry, ``get_scale()``), so a whole AMP step can be captured as a CUDA graph.
+
+The arithmetic of unscaling (in place where safe) is in ``_unscale``; the cross-rank agreement of
+the flags in ``_ranks``.
 
 Every flag read goes through ``_ranks.agree`` first (all ranks decide alike) and through
 ``sync_debug.host_read`` (``mg.cuda.set_sync_debug_mode`` sees it). Telemetry (``history``,
@@ -42,7 +47,7 @@ import weakref
 import numpy as np
 
 from .. import _backend as B
-from .._backend import fused
+from .._backend import loss_scale_rule
 from .._backend.sync_debug import host_read
 from ..core.engine import default_grad
 from ..core.cast import cast
@@ -50,14 +55,15 @@ from ..optimizer.optimizer import mark_found_inf
 from ..core.tensor import Tensor
 from ..core.creation import ones_like
 from . import _ranks
+from ._sync_free import DeviceState, LazyStep
+from ._unscale import unscale_arrays
 
 __all__ = ["GradScaler", "StaticGradScaler", "LazyStep"]
 
 _READY, _UNSCALED, _STEPPED = "ready", "unscaled", "stepped"
-_F32_MAX = float(np.finfo(np.float32).max)
+_F32_MAX = loss_scale_rule.F32_MAX
 _make = Tensor._make
 _POSITIONAL = ("init_scale", "growth_factor", "backoff_factor", "growth_interval", "enabled")
-_PENDING_MAX = 10_000  # sync-free telemetry records kept before one forced read
 
 
 def _optimizer_params(opt) -> list:
@@ -74,43 +80,6 @@ def _takes_found_inf(optimizer) -> bool:
         return "found_inf" in inspect.signature(optimizer.step).parameters
     except (TypeError, ValueError):
         return False
-
-
-def _buffer(a):
-    """The allocation ``a`` lives in (the same object for every view of it)."""
-    if type(a) is np.ndarray:
-        while isinstance(a.base, np.ndarray):
-            a = a.base
-        return a if a.base is None else a.base
-    return a.data.mem
-
-
-def _inplace_safe(grads, in_graph):
-    """Split gradient indices into those safe to unscale in place and the rest.
-
-    In place only for an array that owns its memory, is writable and C-contiguous, is not part
-    of a differentiable graph (``create_graph`` gradients), and shares its allocation with no
-    other gradient of this call: the engine hands one gradient array to several leaves (``a +
-    b`` gives both the same ``dy``) or views of one array (a reshape of it), and such an array
-    would be unscaled twice. The arrays are alive during the call, so ids are unique.
-    """
-    counts: dict = {}
-    keys = []
-    for g in grads:
-        k = id(_buffer(g))
-        keys.append(k)
-        counts[k] = counts.get(k, 0) + 1
-    inplace, copied = [], []
-    device = None
-    for i, g in enumerate(grads):
-        ok = (counts[keys[i]] == 1 and g.base is None and g.flags.c_contiguous
-              and getattr(g.flags, "writeable", True) and not in_graph[i])
-        if ok:  # one device per multi-tensor launch; gradients elsewhere (rare) are copied
-            d = B.device_of(g)
-            device = d if device is None else device
-            ok = d == device
-        (inplace if ok else copied).append(i)
-    return inplace, copied
 
 
 class _ByObject:
@@ -141,23 +110,6 @@ class _ScaledLoss(Tensor):
     def backward(self, dy=None, retain_graph=None, create_graph=False):
         with np.errstate(over="ignore", invalid="ignore"):
             return super().backward(dy, retain_graph, create_graph)
-
-
-class LazyStep:
-    """What a sync-free ``scaler.step(opt)`` returns: the skip decision is on the device and is
-    read only when asked (``.skipped`` or ``bool()``: True when the step was applied)."""
-
-    __slots__ = ("_flag", "result")
-
-    def __init__(self, flag, result):
-        self._flag, self.result = flag, result
-
-    @property
-    def skipped(self) -> bool:
-        return bool(host_read(self._flag, "GradScaler.step() report").reshape(-1)[0])
-
-    def __bool__(self) -> bool:
-        return not self.skipped
 
 
 class GradScaler:
@@ -237,8 +189,7 @@ class GradScaler:
         self._max_bad_losses = 20 if max_nonfinite_losses is None else int(max_nonfinite_losses)
         self._host_scale = init_scale
         self._host_tracker = 0
-        self._dev = None                 # sync-free: {"scale", "tracker"} device arrays
-        self._pending: list = []         # sync-free: telemetry records not yet read
+        self._dev = None                 # sync-free: the DeviceState, made on first use
         self._skipped_steps = 0
         self._consecutive_skips = 0
         self._consecutive_bad_losses = 0
@@ -290,29 +241,21 @@ class GradScaler:
         """The scale as a Python float (reads the device in sync-free mode)."""
         if self._dev is None:
             return self._host_scale
-        return float(host_read(self._dev["scale"], "GradScaler scale")[0])
+        return float(host_read(self._dev.scale, "GradScaler scale")[0])
 
     @_scale.setter
     def _scale(self, value) -> None:
         self._host_scale = float(value)
         if self._dev is not None:
-            self._dev["scale"][...] = self._host_scale
+            self._dev.scale[...] = self._host_scale
 
     def _flush(self) -> None:
         """Sync-free: read the pending iteration records (one transfer) into the telemetry."""
-        if not self._pending:
+        dev = self._dev
+        if dev is None or not dev.pending:
             return
-        pending = self._pending
-        xp = B.get_array_module(pending[0][0])
-        vals = host_read(xp.concatenate([xp.concatenate([r[0], r[1].astype(np.float64),
-                                                         r[2].astype(np.float64), r[3]])
-                                         for r in pending]), "GradScaler telemetry")
-        self._pending = []  # only once read: a refused read (sync debug mode) loses nothing
-        errors = []
-        for i, rec in enumerate(pending):
-            used, found, bad, new = vals[4 * i:4 * i + 4]
-            errors.append(self._record(rec[4], bool(found), bool(bad), float(used), float(new),
-                                       rec[5], rec[6]))
+        values = host_read(dev.pending_values(), "GradScaler telemetry")
+        errors = [self._record(*rec) for rec in dev.take_records(values)]
         errors = [e for e in errors if e is not None]
         if errors:
             raise errors[0]
@@ -381,19 +324,18 @@ class GradScaler:
         self._growth_interval = int(new_interval)
 
     # ------------------------------------------------------------------ device state
-    def _device_state(self, like) -> dict:
-        """Sync-free: the scale/tracker arrays, made on first use where ``like`` lives."""
+    def _device_state(self, like) -> DeviceState:
+        """Sync-free: the device state, made on first use where ``like`` lives."""
         if self._dev is None:
-            device = self._device or B.device_of(like)
-            self._dev = {"scale": B.asarray([self._host_scale], B.float64, device),
-                         "tracker": B.asarray([self._host_tracker], B.int64, device)}
+            self._dev = DeviceState(self._host_scale, self._host_tracker,
+                                    self._device or B.device_of(like))
         return self._dev
 
     def _scale_array(self, dtype, like):
         """The scale for multiplying ``like``: a Python float, or a device array of ``dtype``."""
         if not self._sync_free:
             return self._host_scale
-        return self._device_state(like)["scale"].astype(dtype).reshape(())
+        return self._device_state(like).scale.astype(dtype).reshape(())
 
     # ------------------------------------------------------------------ scaling
     def scale(self, outputs):
@@ -496,13 +438,13 @@ class GradScaler:
             return None
         xp = B.get_array_module(like)
         if self._sync_free:
-            scale = self._device_state(like)["scale"]
+            scale = self._device_state(like).scale
             inv = float(1.0) / scale  # float64 on the device, as the host's 1.0 / scale
         else:
             inv = 1.0 / self._host_scale
         if grads:
-            unscaled, found = self._unscale_arrays(grads, inv,
-                                                   [p.grad.requires_grad for p in owners])
+            unscaled, found = unscale_arrays(grads, inv, [p.grad.requires_grad for p in owners],
+                                             self._flag_like)
             for p, g, u in zip(owners, grads, unscaled):
                 if u is not g:
                     p.grad = _make(u, False, None, 0)
@@ -519,32 +461,6 @@ class GradScaler:
         g_bad, l_bad = host_read(flags, "GradScaler found-inf check").tolist()
         self._loss_nonfinite = self._loss_nonfinite or bool(l_bad)
         return bool(g_bad) if grads else None
-
-    def _unscale_arrays(self, grads, inv, in_graph):
-        """Unscale ``grads``: in place (one multi-tensor kernel per dtype, this scaler's reused
-        flag) where that is safe, new arrays (``fused.unscale_and_check``) for the rest.
-
-        Returns ``(arrays, found)``; an array unscaled in place is returned as itself.
-        """
-        # sync-free: the inverse scale is a device array; the NumPy twin multiplies by its value
-        # as a NumPy scalar (no host read: a NumPy array is already on the host), CuPy kernels
-        # take it as a 0-d device array.
-        if type(inv) is np.ndarray:
-            inv = inv[0]
-        elif not isinstance(inv, float):
-            inv = inv.reshape(())
-        inplace, copied = _inplace_safe(grads, in_graph)
-        if not inplace:
-            return fused.unscale_and_check(grads, inv)
-        flag = self._flag_like(grads[inplace[0]])
-        fused.unscale_inplace_and_check([grads[i] for i in inplace], inv, flag)
-        out = list(grads)
-        if copied:
-            unscaled, found = fused.unscale_and_check([grads[i] for i in copied], inv)
-            for i, u in zip(copied, unscaled):
-                out[i] = u
-            flag = flag | found.reshape(())
-        return out, flag
 
     def _flag_like(self, array):
         """This scaler's reusable 0-d int32 found-inf flag on ``array``'s device."""
@@ -693,50 +609,31 @@ class GradScaler:
             self._update_host(found, new_scale, where)
         self._reset_iteration()
 
+    def _rule(self) -> dict:
+        """The constants of ``loss_scale_rule.adjust`` (both paths run that one rule)."""
+        return {"growth_factor": self._growth_factor, "backoff_factor": self._backoff_factor,
+                "growth_interval": self._growth_interval, "min_scale": self._min_scale,
+                "max_scale": self._max_scale}
+
     def _update_host(self, found, new_scale, where):
         found_inf = any(bool(f) for f in found)
         bad_loss = self._loss_nonfinite
         used = self._host_scale
         if new_scale is not None:
             self._host_scale = new_scale
-        elif self._growth_interval > 0 and not bad_loss:
-            if found_inf:
-                self._host_scale *= self._backoff_factor
-                if self._min_scale is not None and self._host_scale < self._min_scale:
-                    self._host_scale = self._min_scale
-                self._host_tracker = 0
-            else:
-                self._host_tracker += 1
-                if self._host_tracker == self._growth_interval:
-                    self._host_scale = min(self._host_scale * self._growth_factor,
-                                           self._max_scale)
-                    self._host_tracker = 0
+        else:
+            self._host_scale, self._host_tracker = loss_scale_rule.adjust(
+                self._host_scale, self._host_tracker, found_inf, bad_loss, **self._rule())
         error = self._record(bool(found), found_inf, bad_loss, used, self._host_scale, where,
                              _ranks.overflow_rows() if found_inf else None)
         if error is not None:
             raise error
 
     def _update_device(self, found, new_scale, where):
-        if self._pending and len(self._pending) >= _PENDING_MAX:
-            self._flush()  # bound the memory of unread records: one read per 10,000 steps
-        dev = self._dev
-        xp = B.get_array_module(dev["scale"])
-        flags = [xp.full(1, int(f), np.int32) if isinstance(f, bool) else f  # a fill, no copy
-                 for f in found]
-        found_any = flags[0] if len(flags) == 1 else xp.stack(flags).max(axis=0)
-        bad = self._loss_flag if self._loss_flag is not None else xp.zeros(1, np.int32)
-        used = dev["scale"].copy()
-        if new_scale is not None:
-            dev["scale"][...] = new_scale
-        elif self._growth_interval > 0:
-            fused.scale_update(dev["scale"], dev["tracker"], found_any, bad, self._growth_factor,
-                               self._backoff_factor, self._growth_interval,
-                               self._min_scale or 0.0, self._max_scale)
-        if not found:
-            found_any = xp.zeros(1, np.int32)
-        # the ranks' rows stay on the device, read with the rest when telemetry is read
-        self._pending.append((used, found_any, bad, dev["scale"].copy(), bool(found), where,
-                              _ranks.overflow_rows()))
+        if self._dev.full():
+            self._flush()  # bound the memory of unread records: one read per PENDING_MAX steps
+        self._dev.update(found, self._loss_flag, new_scale, self._rule(), where,
+                         _ranks.overflow_rows())
 
     def _record(self, counted, found_inf, bad_loss, used, new, where, rank_rows):
         """Account one iteration; returns the error to raise after too many bad losses.
@@ -798,13 +695,13 @@ class GradScaler:
     def _growth_tracker(self) -> int:
         if self._dev is None:
             return self._host_tracker
-        return int(host_read(self._dev["tracker"], "GradScaler growth tracker")[0])
+        return int(host_read(self._dev.tracker, "GradScaler growth tracker")[0])
 
     @_growth_tracker.setter
     def _growth_tracker(self, value) -> None:
         self._host_tracker = int(value)
         if self._dev is not None:
-            self._dev["tracker"][...] = self._host_tracker
+            self._dev.tracker[...] = self._host_tracker
 
     def load_state_dict(self, state: dict) -> None:
         """Restore a ``state_dict()`` of PyTorch's or MegEngine's keys; values may be Python

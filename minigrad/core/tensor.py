@@ -67,8 +67,14 @@ class Tensor:
 
     # ``_vc`` is the version counter: None until first needed (the hot path allocates nothing),
     # then a one-element list shared by every tensor aliasing the same memory.
+    # ``_found_inf`` is set on gradients only, and only by a sync-free loss scaler's
+    # ``unscale()``: the device flag (nonzero: inf/NaN) of the check this gradient went
+    # through, which ``Optimizer.step`` reads and clears. It travels with the gradient it
+    # describes (a new, accumulated gradient has none) and dies with it. None everywhere else:
+    # set once at creation (one store) so the optimizer's per-parameter read is a plain slot
+    # load, not an AttributeError caught behind ``getattr``'s default (~6x slower).
     __slots__ = ("data", "requires_grad", "_grad", "creator", "_vc", "_out_index", "name",
-                 "__weakref__")
+                 "_found_inf", "__weakref__")
     __array_ufunc__ = None  # make NumPy defer to our reflected operators
     __hash__ = object.__hash__
 
@@ -90,6 +96,7 @@ class Tensor:
         self._vc = None
         self._out_index = 0
         self.name = None
+        self._found_inf = None
 
     @classmethod
     def _make(cls, data, requires_grad, creator, index):
@@ -102,6 +109,7 @@ class Tensor:
         t._vc = None
         t._out_index = index
         t.name = None
+        t._found_inf = None
         return t
 
     # ----------------------------------------------------------------- properties

@@ -1,8 +1,10 @@
 """``Optimizer``: parameter groups, per-parameter state, ``step``/``clear_grad`` and state dicts.
 
-Updates work directly on backend arrays (NumPy or CuPy, one code body through ``xp``), so no graph
-is ever recorded, and they modify ``p.data`` in place and bump ``p._version``: an AMP weight-cast
-cache keys on that counter, and anything that kept a reference to the array sees the new weights.
+Updates work directly on backend arrays, so no graph is ever recorded. The arithmetic of each
+update has one body, in ``_backend/fused.py``: a kernel on the GPU, its NumPy twin on the CPU
+(``SGD`` and ``Adam`` only gather arguments and state). They modify ``p.data`` in place and bump
+``p._version``: an AMP weight-cast cache keys on that counter, and anything that kept a reference
+to the array sees the new weights.
 
 Optimizer state lives in the parameter's dtype or float32, whichever is wider: float16/bfloat16
 parameters get float32 moments and their update is computed in float32 and rounded once into the
@@ -10,8 +12,6 @@ parameter (a float16 moment would underflow long before the weights stop changin
 """
 
 from __future__ import annotations
-
-import weakref
 
 from .. import _backend as B
 from .._backend import fused
@@ -90,10 +90,14 @@ class Optimizer:
                 nonzero the step changes nothing (parameters, state, step counts). On the GPU
                 the fused kernels read it on the device (no host sync); on the CPU there is no
                 device to wait for and the flag is read directly. Gradients that a sync-free
-                ``scaler.unscale()`` (MegEngine API) marked carry their flag here by themselves.
+                ``scaler.unscale()`` (MegEngine API) checked carry their flag themselves
+                (:func:`mark_found_inf`): it joins ``found_inf`` and is consumed here, skipped
+                or not, so it never reaches a later step.
         """
-        if found_inf is None and _marked:
-            found_inf = _take_marked_flag(self.param_groups)
+        carried = _take_grad_flags(self.param_groups)
+        if carried is not None:
+            found_inf = carried if found_inf is None \
+                else B.get_array_module(carried).maximum(carried, found_inf)
         if found_inf is not None and not fused.use_fused(found_inf):
             if fused._host_found(found_inf):
                 return self
@@ -202,29 +206,32 @@ class Optimizer:
         return "\n".join(lines + [")"])
 
 
-# Gradients unscaled by a sync-free GradScaler.unscale() (MegEngine API, where the scaler never
-# sees the optimizer): id(grad Tensor) -> (weakref, found_inf flag). A weakref, not the id alone,
-# so a new gradient that reuses a dead one's id is never mistaken for it.
-_marked: dict = {}
-
-
 def mark_found_inf(grads, flag) -> None:
-    """Attach a device found-inf ``flag`` to gradient Tensors for the next ``Optimizer.step``."""
+    """Attach a device found-inf ``flag`` to gradient Tensors for the next ``Optimizer.step``.
+
+    A sync-free ``GradScaler.unscale(tensors)`` (MegEngine API) never sees the optimizer that
+    will step, and must not read the flag on the host, so the flag travels on the gradients it
+    describes (``Tensor._found_inf``): whichever optimizer steps over them skips on it. Nothing
+    global remembers it: a gradient replaced by a new backward takes no flag along, and the flag
+    is freed with the gradient.
+    """
     for g in grads:
-        key = id(g)
-        _marked[key] = (weakref.ref(g, lambda _r, k=key: _marked.pop(k, None)), flag)
+        g._found_inf = flag
 
 
-def _take_marked_flag(groups):
+def _take_grad_flags(groups):
+    """The flags the parameters' gradients carry (:func:`mark_found_inf`), cleared on them as
+    they are read; their maximum, or None when no gradient carries one."""
     flags = []
     for group in groups:
         for p in group["params"]:
             g = p.grad
-            entry = None if g is None else _marked.get(id(g))
-            if entry is not None and entry[0]() is g:
-                del _marked[id(g)]
-                if not any(f is entry[1] for f in flags):
-                    flags.append(entry[1])
+            flag = None if g is None else getattr(g, "_found_inf", None)
+            if flag is None:
+                continue
+            g._found_inf = None
+            if not any(f is flag for f in flags):
+                flags.append(flag)
     if not flags:
         return None
     found = flags[0]
