@@ -27,8 +27,7 @@ import numpy as np
 
 from .._backend import get_array_module
 from .._backend.dtypes import is_floating
-from ..core.modes import dispatch_hooks
-from ..core.modes import grad_enabled
+from ..core.modes import dispatch_hooks, grad_enabled
 from ..nn.module import current_module_path
 from ..core.tensor import Tensor
 from . import _ranks

@@ -24,8 +24,7 @@ import numpy as np
 
 from .._backend.dtypes import is_floating
 from .._backend.sync_debug import host_read
-from ..core.modes import current_backward_node
-from ..core.modes import dispatch_hooks, dispatch_policy
+from ..core.modes import current_backward_node, dispatch_hooks, dispatch_policy
 from ..nn.module import current_module_path
 from ..core.tensor import Tensor
 from ..precision import policy as _policy

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from ..core.engine import run_backward
 from ..core.function import Function
-from ..core.modes import dispatch_policy
-from ..core.modes import grad_enabled
+from ..core.modes import dispatch_policy, grad_enabled
 from ..core.tensor import Tensor
 from ._utils import fast_backward
 

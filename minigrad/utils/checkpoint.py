@@ -33,9 +33,8 @@ from .._backend import random as _random
 from ..precision.autocast import captured_state, replay_state
 from ..core.engine import run_backward
 from ..core.function import Function
-from ..core.modes import dispatch_hooks
 from ..core.grad_mode import enable_grad, no_grad
-from ..core.modes import grad_enabled
+from ..core.modes import dispatch_hooks, grad_enabled
 from ..core.tensor import Tensor
 
 __all__ = ["checkpoint", "checkpoint_sequential"]

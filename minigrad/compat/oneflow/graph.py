@@ -374,8 +374,8 @@ class Graph:
         try:
             # float16 overflow under a too-high scale is expected and handled by the scaler
             # (the step is skipped): no NumPy RuntimeWarning for it.
-            with np.errstate(over="ignore", invalid="ignore") if run.scaler is not None \
-                    else contextlib.nullcontext():
+            with np.errstate(over="ignore", invalid="ignore") if scaler is not None \
+                    and scaler.is_enabled() else contextlib.nullcontext():
                 if n == 1:
                     out = self._build(args, kwargs)
                 else:
