@@ -7,9 +7,9 @@ from ._backend.dtypes import (
 )
 from .core import Parameter, Tensor
 from .core.creation import (
-    arange, as_tensor, empty, eye, from_dlpack, from_numpy, full, full_like,
-    linspace, manual_seed, normal, ones, ones_like, rand, randint, randn, tensor, uniform, zeros,
-    zeros_like,
+    arange, as_tensor, empty, eye, from_dlpack, from_numpy, full, full_like, get_rng_state,
+    linspace, manual_seed, normal, ones, ones_like, rand, randint, randn, set_rng_state, tensor,
+    uniform, zeros, zeros_like,
 )
 from .autodiff import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from . import autodiff, functional
@@ -39,8 +39,8 @@ def get_default_device() -> str:
 __all__ = [
     "Tensor", "Parameter", "tensor", "zeros", "ones", "full", "empty", "arange", "linspace",
     "eye", "randn", "rand", "randint", "normal", "uniform", "zeros_like", "ones_like",
-    "full_like", "manual_seed", "from_dlpack", "from_numpy", "as_tensor", "no_grad",
-    "enable_grad", "set_grad_enabled",
+    "full_like", "manual_seed", "get_rng_state", "set_rng_state", "from_dlpack", "from_numpy",
+    "as_tensor", "no_grad", "enable_grad", "set_grad_enabled",
     "is_grad_enabled", "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32",
     "int64", "uint8", "bool_", "autodiff", "functional", "cuda", "save", "load", "amp", "data",
     "hub", "models", "nn", "optimizer", "autograd", "optim", "utils", "autocast",

@@ -12,7 +12,7 @@ from .tensor import Tensor, _same_array
 __all__ = [
     "tensor", "zeros", "ones", "full", "empty", "arange", "linspace", "eye", "randn", "rand",
     "randint", "normal", "uniform", "zeros_like", "ones_like", "full_like", "manual_seed",
-    "from_dlpack", "from_numpy", "as_tensor",
+    "get_rng_state", "set_rng_state", "from_dlpack", "from_numpy", "as_tensor",
 ]
 
 
@@ -190,6 +190,18 @@ def full_like(t: Tensor, fill_value, dtype=None) -> Tensor:
 def manual_seed(seed: int) -> None:
     """Seed minigrad's random generators (CPU and GPU)."""
     _random.manual_seed(seed)
+
+
+def get_rng_state() -> dict:
+    """The random generators' state, as a JSON-friendly dict a checkpoint can hold (the GPU
+    generators follow from the seed kept in it). PyTorch's returns a byte tensor; both go back
+    through :func:`set_rng_state`."""
+    return _random.get_state()
+
+
+def set_rng_state(state: dict) -> None:
+    """Restore a state returned by :func:`get_rng_state`."""
+    _random.set_state(state)
 
 
 def from_dlpack(obj) -> Tensor:

@@ -1,8 +1,8 @@
 """``minigrad.nn``: ``Module``, layers, losses, ``init`` and ``utils``.
 
 Layers keep PyTorch's constructor signatures, parameter names and default initialisations so
-state dicts and habits carry over; ``Dense`` is MindSpore's name for ``Linear``. MindSpore's
-cells and OneFlow's ``Graph`` are attached by ``minigrad.compat``.
+state dicts and habits carry over. MindSpore's ``Cell``, ``Dense`` and cells and OneFlow's
+``Graph`` are attached by ``minigrad.compat``.
 """
 
 from ..core.tensor import Parameter
@@ -12,7 +12,7 @@ from .attention import MultiheadAttention
 from .container import ModuleDict, ModuleList, Sequential
 from .conv import Conv1d, Conv2d, ConvTranspose2d
 from .dropout import Dropout
-from .linear import Dense, Flatten, Identity, Linear
+from .linear import Flatten, Identity, Linear
 from .loss import BCEWithLogitsLoss, CrossEntropyLoss, L1Loss, MSELoss
 from .module import Module, RemovableHandle, current_module_path
 from .norm import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
@@ -34,7 +34,6 @@ __all__ = [
     "Conv2d",
     "ConvTranspose2d",
     "CrossEntropyLoss",
-    "Dense",
     "Dropout",
     "Embedding",
     "Flatten",

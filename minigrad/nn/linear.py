@@ -1,4 +1,4 @@
-"""Dense layers: ``Linear`` (``Dense``), plus the shape-only ``Identity`` and ``Flatten``."""
+"""Dense layers: ``Linear``, plus the shape-only ``Identity`` and ``Flatten``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from .. import functional as F
 from . import init
 from .module import Module
 
-__all__ = ["Dense", "Flatten", "Identity", "Linear"]
+__all__ = ["Flatten", "Identity", "Linear"]
 
 
 class Identity(Module):
@@ -64,8 +64,6 @@ class Linear(Module):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
 
-
-Dense = Linear  # MindSpore's spelling
 
 
 class Flatten(Module):

@@ -23,8 +23,6 @@ from ..core.tensor import Parameter, Tensor
 __all__ = ["IncompatibleKeys", "Module", "RemovableHandle", "current_module_path"]
 
 
-_PRECISION_FLAGS = {"fp16": float16, "fp32": float32, "bf16": bfloat16}
-
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 _hook_ids = count()
@@ -57,8 +55,7 @@ class Module:
     """Base class for all layers and models.
 
     Subclasses call ``super().__init__()`` first, assign Parameters, sub-Modules and buffers
-    (``register_buffer``) as attributes, and implement ``forward`` (or MindSpore's
-    ``construct``: ``nn.Cell`` is this class, and a ``construct`` method is the forward).
+    (``register_buffer``) as attributes, and implement ``forward``.
 
     Example:
         >>> import minigrad.nn as nn
@@ -74,9 +71,9 @@ class Module:
 
     # Name under which the parent holds this module ("" for a root); see current_module_path.
     _name = ""
-    # Compute dtype set by to_float/add_flags_recursive (None: follow the caller). Explicit when
-    # set on this module itself; inherited when a parent's add_flags_recursive set it, in which
-    # case a later parent call never overrides an explicit child (nearest explicit setting wins).
+    # Compute dtype set by set_compute_dtype (None: follow the caller). Explicit when set on
+    # this module itself; inherited when a parent's call set it, in which case a later parent
+    # call never overrides an explicit child (nearest explicit setting wins).
     _compute_dtype = None
     _precision_explicit = False
 
@@ -192,10 +189,6 @@ class Module:
 
     # ------------------------------------------------------------------ calling
     def forward(self, *args, **kwargs):
-        # MindSpore's Cell writes the computation in ``construct``: calling it is the forward.
-        construct = getattr(type(self), "construct", None)
-        if construct is not None:
-            return construct(self, *args, **kwargs)
         raise NotImplementedError(f"{type(self).__name__} does not implement forward()")
 
     def __call__(self, *args, **kwargs):
@@ -392,14 +385,6 @@ class Module:
         """Set evaluation mode (``train(False)``)."""
         return self.train(False)
 
-    def set_train(self, mode: bool = True) -> Module:
-        """MindSpore's spelling of ``train(mode)``."""
-        return self.train(mode)
-
-    def trainable_params(self, recurse: bool = True) -> list:
-        """MindSpore: the parameters that require grad, as a list."""
-        return [p for p in self.parameters(recurse) if p.requires_grad]
-
     def requires_grad_(self, flag: bool = True) -> Module:
         for p in self.parameters():
             p.requires_grad_(flag)
@@ -483,25 +468,26 @@ class Module:
         return self.astype(B.bfloat16)
 
     # ------------------------------------------------------------------ precision
-    def to_float(self, dtype) -> Module:
+    def set_compute_dtype(self, dtype) -> Module:
         """Run this module (and every descendant without its own setting) in ``dtype``.
 
-        MindSpore's ``Cell.to_float``. Floating inputs are cast to ``dtype`` when the module is
-        called and every op inside runs in it (parameters are cast per op through the AMP
-        weight-cast cache; BatchNorm statistics and parameters keep their dtype; reductions
-        still accumulate in float32). A descendant's own setting wins over this one.
+        Floating inputs are cast to ``dtype`` when the module is called and every op inside
+        runs in it (parameters are cast per op through the AMP weight-cast cache; BatchNorm
+        statistics and parameters keep their dtype; reductions still accumulate in float32).
+        A descendant's own setting wins over this one. MindSpore spells it ``Cell.to_float``
+        and ``add_flags_recursive(fp16=True)`` (``minigrad.compat.mindspore``).
 
         Args:
             dtype: ``"float16"``, ``"bfloat16"`` or ``"float32"`` (None clears the setting).
 
         Returns:
-            self, so it can be chained: ``self.fc = nn.Linear(4, 2).to_float(mg.float32)``.
+            self, so it can be chained: ``self.fc = nn.Linear(4, 2).set_compute_dtype("float32")``.
         """
         if dtype is not None:
             dtype = normalize_dtype(dtype)
             if dtype not in (float16, bfloat16, float32):
-                raise ValueError(f"{type(self).__name__}.to_float: dtype must be float16, "
-                                 f"bfloat16 or float32, got {dtype}")
+                raise ValueError(f"{type(self).__name__}.set_compute_dtype: dtype must be "
+                                 f"float16, bfloat16 or float32, got {dtype}")
         object.__setattr__(self, "_compute_dtype", dtype)
         object.__setattr__(self, "_precision_explicit", dtype is not None)
         stack = list(self.children())
@@ -515,28 +501,9 @@ class Module:
             stack.extend(m.children())
         return self
 
-    def add_flags_recursive(self, **flags) -> Module:
-        """MindSpore's precision flags: ``fp16=True``, ``bf16=True`` or ``fp32=True``.
-
-        Same as ``to_float`` with the matching dtype; all given flags False clears the setting.
-
-        Returns:
-            self, so ``nn.Dense(84, 10).add_flags_recursive(fp32=True)`` can be assigned.
-        """
-        unknown = set(flags) - set(_PRECISION_FLAGS)
-        if unknown:
-            raise TypeError(f"{type(self).__name__}.add_flags_recursive: unsupported flags "
-                            f"{sorted(unknown)}; minigrad supports the precision flags "
-                            f"{sorted(_PRECISION_FLAGS)}")
-        on = [k for k, v in flags.items() if v]
-        if len(on) > 1:
-            raise ValueError(f"{type(self).__name__}.add_flags_recursive: flags {on} conflict; "
-                             "set exactly one of fp16/bf16/fp32 to True")
-        return self.to_float(_PRECISION_FLAGS[on[0]] if on else None)
-
     @property
     def compute_dtype(self):
-        """The dtype set by ``to_float``/``add_flags_recursive`` (None: the caller's)."""
+        """The dtype set by ``set_compute_dtype`` (None: the caller's)."""
         return self._compute_dtype
 
     # ------------------------------------------------------------------ repr

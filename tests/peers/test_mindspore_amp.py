@@ -131,6 +131,7 @@ def test_auto_mixed_precision_auto_and_errors():
 def test_custom_mixed_precision():
     white = amp.get_white_list()
     white.remove(nn.Dense)
+    white.remove(nn.Linear)  # Dense is a Linear
     net = amp.custom_mixed_precision(Net(), white_list=white)
     assert _dtypes(net, ms.randn(2, 1, 6, 6)) == {"conv": "float16", "bn": "float16",
                                                    "fc": "float32"}
@@ -231,7 +232,8 @@ def test_fixed_manager_without_drop_refuses_nonfinite_weights():
 
 # ---------------------------------------------------------------- model-code names
 def test_cell_construct_pad_mode_momentum_set_train():
-    assert nn.Cell is nn.Module
+    assert issubclass(nn.Cell, nn.Module) and isinstance(nn.Conv2d(1, 1, 1), nn.Cell)
+    assert not isinstance(nn.Conv2d(1, 1, 1), Net)  # a user's Cell keeps plain isinstance
     net = Net()
     assert net.set_train() is net and net.training
     net.set_train(False)

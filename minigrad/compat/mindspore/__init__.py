@@ -1,20 +1,24 @@
-"""MindSpore's spellings: ``nn.Cell``, the training cells, the loss-scale managers and update
-cells, the O-levels (``amp.build_train_network``) and ``mindspore.amp``'s functions."""
+"""MindSpore's spellings: ``nn.Cell`` and its methods, ``nn.Dense``, the training cells, the
+loss-scale managers and update cells, the O-levels (``amp.build_train_network``),
+``mindspore.amp``'s functions and the ``minigrad.train`` namespace."""
 
 from ... import amp, nn
-from .._attach import attach_names
+from .._attach import attach_module, attach_names
 from .mixed_precision import (
     DynamicLossScaler, StaticLossScaler, all_finite, auto_mixed_precision, custom_mixed_precision,
     get_black_list, get_white_list,
 )
+from .cell import CELL_METHODS, Cell, Dense
 from .cells import TrainOneStepCell, TrainOneStepWithLossScaleCell, WithLossCell
 from .loss_scale import (
     DynamicLossScaleManager, DynamicLossScaleUpdateCell, FixedLossScaleManager,
     FixedLossScaleUpdateCell, LossScaleManager,
 )
+from . import train
 from .o_levels import build_train_network
 
-attach_names(nn, Cell=nn.Module, TrainOneStepCell=TrainOneStepCell,
+attach_names(nn.Module, **CELL_METHODS)
+attach_names(nn, Cell=Cell, Dense=Dense, TrainOneStepCell=TrainOneStepCell,
              TrainOneStepWithLossScaleCell=TrainOneStepWithLossScaleCell,
              WithLossCell=WithLossCell, DynamicLossScaleUpdateCell=DynamicLossScaleUpdateCell,
              FixedLossScaleUpdateCell=FixedLossScaleUpdateCell)
@@ -25,3 +29,4 @@ attach_names(amp, DynamicLossScaleManager=DynamicLossScaleManager,
              auto_mixed_precision=auto_mixed_precision,
              custom_mixed_precision=custom_mixed_precision, get_black_list=get_black_list,
              get_white_list=get_white_list)
+attach_module("minigrad.train", train)

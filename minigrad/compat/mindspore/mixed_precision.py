@@ -32,6 +32,7 @@ from ...nn.module import Module
 from ...core.tensor import Tensor
 from ...amp.autocast import autocast
 from ...amp.grad_scaler import GradScaler, StaticGradScaler
+from .cell import Dense
 from .loss_scale import feed_overflow
 
 __all__ = ["DynamicLossScaler", "StaticLossScaler", "all_finite", "auto_mixed_precision",
@@ -120,8 +121,8 @@ def all_finite(inputs) -> Tensor:
 # ---------------------------------------------------------------------------- precision lists
 def get_white_list() -> list:
     """A copy of MindSpore's O1 white list, as minigrad module classes: these run in float16
-    at O1 (``nn.Dense`` is ``nn.Linear``)."""
-    return [conv.Conv1d, conv.Conv2d, conv.ConvTranspose2d, linear.Linear, rnn.LSTMCell,
+    at O1 (``nn.Linear`` with MindSpore's ``nn.Dense``, its subclass)."""
+    return [conv.Conv1d, conv.Conv2d, conv.ConvTranspose2d, Dense, linear.Linear, rnn.LSTMCell,
             rnn.RNNCell, rnn.GRUCell, activation.PReLU, activation.ReLU]
 
 
