@@ -72,6 +72,14 @@ def test_a_failing_rank_aborts_the_job():
 
 
 @needs_mpi
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_a_rank_that_exits_mid_job_aborts_the_others(ranks):
+    res = launch(ranks, SCRIPTS / "early_exit.py", timeout=60)
+    assert res.returncode != 0
+    assert f"rank {ranks - 1} exited (sys.exit or the end of its script)" in res.stderr
+
+
+@needs_mpi
 def test_one_rank_nccl_on_the_gpu(tmp_path):
     import minigrad as mg
 

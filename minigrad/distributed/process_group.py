@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import sys
 
 try:
@@ -28,7 +29,8 @@ class _Group:
         from ._mpi import MPIBackend
 
         self.comm = comm
-        self.mpi = MPIBackend(comm)
+        self.leave_comm = comm.Dup() if comm.Get_size() > 1 else None
+        self.mpi = MPIBackend(comm, self.leave_comm)
         self.rank, self.size = self.mpi.rank, self.mpi.size
         node = comm.Split_type(MPI.COMM_TYPE_SHARED)
         self.local_rank, local_size = node.Get_rank(), node.Get_size()
@@ -61,6 +63,15 @@ class _Group:
 
 _group: _Group | None = None
 _prev_excepthook = None
+_exit_notices: list = []  # kept alive until MPI finalizes, after the atexit hook below
+
+
+def _announce_exit() -> None:
+    # A rank whose process ends while the group is up (sys.exit, the end of its script) tells
+    # the others; one waiting in a collective then raises instead of hanging, and its error
+    # aborts the job. Registered after mpi4py's finalizer, so it runs before it.
+    if _group is not None and _group.leave_comm is not None:
+        _exit_notices.extend(_group.mpi.announce_exit())
 
 
 def _abort_on_error(exc_type, exc, tb):
@@ -99,6 +110,8 @@ def init_process_group(backend: str = "auto") -> None:
     if MPI.COMM_WORLD.Get_size() > 1 and _prev_excepthook is None:
         _prev_excepthook = sys.excepthook
         sys.excepthook = _abort_on_error
+        atexit.unregister(_announce_exit)  # once, however often the group is re-made
+        atexit.register(_announce_exit)
     _group = _Group(MPI.COMM_WORLD.Dup(), backend)  # our own communicator: no crosstalk
 
 
@@ -108,6 +121,8 @@ def destroy_process_group() -> None:
     if _group is None:
         return
     _group.comm.Free()
+    if _group.leave_comm is not None:
+        _group.leave_comm.Free()
     _group = None
     if _prev_excepthook is not None:
         sys.excepthook, _prev_excepthook = _prev_excepthook, None
