@@ -23,8 +23,8 @@ __version__ = "0.1.0"
 def set_default_device(device) -> None:
     """Device of tensors made without ``device=`` (``mg.tensor``, ``mg.zeros``, ``mg.randn``, ...).
 
-    PyTorch's ``torch.set_default_device``. Layers build their parameters on the CPU whatever
-    this says; move a model with ``model.to(device)``.
+    PyTorch's ``torch.set_default_device``: layers built without ``device=`` put their
+    parameters and buffers there too.
     """
     device = _backend.normalize_device(device if device is not None else "cpu")
     if device != "cpu" and not _backend.cuda_available():

@@ -609,3 +609,22 @@ def test_torch_parity_recurrent_and_attention(rng):
     ref, ref_w = theirs(*(torch.from_numpy(a) for a in (q, kv, kv)))
     np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(w.numpy(), ref_w.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_layers_follow_the_default_device(monkeypatch):
+    # PyTorch's set_default_device moves where layers build their parameters and buffers. The
+    # GPU case runs where CuPy sees one; without, the layer's request for the default device
+    # shows in the error (the CPU twin of the same path).
+    import minigrad._backend as B
+
+    if mg.cuda.is_available():
+        mg.set_default_device("cuda")
+        try:
+            bn = nn.BatchNorm1d(3)
+            assert nn.Linear(2, 3).weight.device == "cuda:0" and bn.running_mean.device == "cuda:0"
+        finally:
+            mg.set_default_device("cpu")
+    else:
+        monkeypatch.setattr(B, "default_device", ["cuda:0"])
+        with pytest.raises(RuntimeError, match="'cuda:0' requested"):
+            nn.Linear(2, 3)
