@@ -1,15 +1,20 @@
 """CPU training benchmark: minigrad vs PyTorch on the same data from the same initial weights.
 
-(a) LeNet-5 on the scikit-learn digits (1437 images, 32x32), batch 64, SGD momentum 0.9, float32:
+(a) LeNet-5 on the scikit-learn digits (1437 images, 32x32), batch 64, SGD momentum 0.9:
     seconds per epoch (the epoch includes batching: minigrad's DataLoader, and the same
-    permutation sliced out of the same arrays for PyTorch).
+    permutation sliced out of the same arrays for PyTorch), in float32 and with mixed precision
+    on the CPU: float16 autocast with loss scaling (``amp.autocast()`` + ``amp.GradScaler``,
+    PyTorch's ``torch.autocast("cpu", dtype=torch.float16)`` + ``torch.amp.GradScaler("cpu")``)
+    and bfloat16 autocast (no scaling). The six runs take turns in one process.
 (b) the MLP of the AMP seed scaled to a CPU (batch 64, width 512, 3 layers, MSE loss, plain SGD
-    lr 0.001): milliseconds per training step.
+    lr 0.001): milliseconds per training step, float32.
 
-Each measurement is preceded by a warm-up and repeated, minigrad and PyTorch taking turns (so a
-machine whose speed drifts slows both alike); the median is reported. PyTorch gets as
-many threads as NumPy's BLAS uses, and its weights are copied from minigrad's model, so both
-frameworks compute the same thing (the table's last column is the first-step loss difference).
+Each measurement is preceded by a warm-up and repeated, the runs taking turns (so a machine whose
+speed drifts slows all alike); the median is reported. PyTorch gets as many threads as NumPy's
+BLAS has (minigrad gives each GEMM up to that many, ``_backend/blas.py``), and its weights are
+copied from minigrad's model, so both frameworks compute the same thing (the ``|dloss|`` column
+is the first-step loss difference; ``vs fp32`` is a run's time over its framework's float32
+time).
 
     python benchmarks/cpu_training.py [--repeats 5] [--json results.json]
 """
@@ -17,6 +22,7 @@ frameworks compute the same thing (the table's last column is the first-step los
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import pathlib
@@ -30,6 +36,7 @@ from _timing import interleaved_medians  # noqa: E402  (sibling script, not a pa
 
 import minigrad as mg
 import minigrad.functional as F
+from minigrad import amp
 from minigrad.autodiff import GradManager
 from minigrad.data import DataLoader, TensorDataset
 from minigrad.data.datasets import digits
@@ -93,47 +100,84 @@ def _torch_mlp(torch):
 
 
 # ------------------------------------------------------------------------------------ LeNet
-def bench_lenet(torch, warmup: int, repeats: int) -> dict:
-    x, y = digits("train")
+LENET_PRECISIONS = {"float32": None, "fp16 AMP": "float16", "bf16 AMP": "bfloat16"}
+
+
+def _mg_lenet_epoch(x, y, low, first):
+    """One minigrad epoch function in float32 or under ``autocast(dtype=low)`` (float16 with a
+    GradScaler, MegEngine's spelling, as the main job trains), with its own model and loader."""
     mg.manual_seed(0)
     model = lenet5()
-    tmodel = _torch_copy(torch, _torch_lenet(torch), model) if torch else None
     opt = SGD(model.parameters(), lr=LENET_LR, momentum=0.9)
     gm = GradManager().attach(model.parameters())
     loader = DataLoader(TensorDataset(x, y), batch_size=BATCH, shuffle=True, seed=0)
-    first = {}
+    scaler = amp.GradScaler() if low == "float16" else None
+    region = (lambda: amp.autocast(dtype=low)) if low else contextlib.nullcontext
 
-    def mg_epoch():
-        for xb, yb in loader:
-            with gm:
-                loss = F.cross_entropy(model(xb), yb)
-                gm.backward(loss)
-            opt.step().clear_grad()
-            first.setdefault("mg", float(loss.item()))
+    def epoch():
+        with np.errstate(over="ignore", invalid="ignore"):  # the scaler handles fp16 overflow
+            for xb, yb in loader:
+                with region(), gm:
+                    loss = F.cross_entropy(model(xb), yb)
+                    if scaler is not None:
+                        scaler.backward(gm, loss)
+                    else:
+                        gm.backward(loss)
+                opt.step().clear_grad()
+                first.setdefault(("mg", low), float(loss.item()))
+    return epoch, model, loader
 
-    fns = {"minigrad": mg_epoch}
-    if torch:
-        topt = torch.optim.SGD(tmodel.parameters(), lr=LENET_LR, momentum=0.9)
-        tx, ty = torch.from_numpy(x), torch.from_numpy(y)
-        epoch = [0]
 
-        def torch_epoch():
-            order = torch.from_numpy(loader.order(epoch[0]))  # the same shuffles as minigrad's
-            epoch[0] += 1
-            for s in range(0, len(order), BATCH):
-                idx = order[s:s + BATCH]
+def _torch_lenet_epoch(torch, model, loader, x, y, low, first):
+    """The same epoch in PyTorch (CPU autocast, ``torch.amp.GradScaler("cpu")`` for float16),
+    from minigrad's initial weights and over the same shuffles."""
+    tmodel = _torch_copy(torch, _torch_lenet(torch), model)
+    topt = torch.optim.SGD(tmodel.parameters(), lr=LENET_LR, momentum=0.9)
+    tx, ty = torch.from_numpy(x), torch.from_numpy(y)
+    dtype = getattr(torch, low) if low else None
+    scaler = torch.amp.GradScaler("cpu") if low == "float16" else None
+    count = [0]
+
+    def epoch():
+        order = torch.from_numpy(loader.order(count[0]))
+        count[0] += 1
+        for s in range(0, len(order), BATCH):
+            idx = order[s:s + BATCH]
+            with torch.autocast("cpu", dtype=dtype, enabled=low is not None):
                 loss = torch.nn.functional.cross_entropy(tmodel(tx[idx]), ty[idx])
+            if scaler is not None:
+                scaler.scale(loss).backward()
+                scaler.step(topt)
+                scaler.update()
+            else:
                 loss.backward()
                 topt.step()
-                topt.zero_grad()
-                first.setdefault("torch", float(loss.detach()))
+            topt.zero_grad()
+            first.setdefault(("torch", low), float(loss.detach()))
+    return epoch
 
-        fns["pytorch"] = torch_epoch
-    res = {"name": "LeNet-5 digits, s/epoch", **interleaved_medians(fns, repeats, warmup)}
-    if torch:
-        res["check"] = abs(first["mg"] - first["torch"])
-    res["unit"] = "s"
-    return res
+
+def bench_lenet(torch, warmup: int, repeats: int) -> list:
+    """One row per precision; the runs of every row take turns in one timing loop."""
+    x, y = digits("train")
+    first, fns = {}, {}
+    for label, low in LENET_PRECISIONS.items():
+        epoch, model, loader = _mg_lenet_epoch(x, y, low, first)
+        fns[("minigrad", label)] = epoch
+        if torch:
+            fns[("pytorch", label)] = _torch_lenet_epoch(torch, model, loader, x, y, low, first)
+    times = interleaved_medians(fns, repeats, warmup)
+    rows = []
+    for label, low in LENET_PRECISIONS.items():
+        res = {"name": f"LeNet-5 {label}, s/epoch", "minigrad": times[("minigrad", label)],
+               "unit": "s", "vs_fp32": {"minigrad": times[("minigrad", label)]
+                                        / times[("minigrad", "float32")]}}
+        if torch:
+            res["pytorch"] = times[("pytorch", label)]
+            res["vs_fp32"]["pytorch"] = res["pytorch"] / times[("pytorch", "float32")]
+            res["check"] = abs(first[("mg", low)] - first[("torch", low)])
+        rows.append(res)
+    return rows
 
 
 # ------------------------------------------------------------------------------------ MLP
@@ -197,21 +241,28 @@ def main(argv=None) -> list:
             torch.set_num_threads(threads)
         except ImportError:
             print("PyTorch is not installed: reporting minigrad only")
-    rows = [bench_lenet(torch, args.warmup, args.repeats),
-            bench_mlp(torch, args.warmup, args.repeats)]
+    rows = bench_lenet(torch, args.warmup, args.repeats) + [
+        bench_mlp(torch, args.warmup, args.repeats)]
 
     print(f"\nCPU training benchmark ({platform.processor() or platform.machine()}, "
           f"{threads} BLAS threads, numpy {np.__version__}"
           + (f", torch {torch.__version__})" if torch else ")"))
-    print(f"{'benchmark':<28}{'minigrad':>12}{'pytorch':>12}{'ratio':>9}{'|dloss|':>11}")
+    print(f"{'benchmark':<31}{'minigrad':>10}{'pytorch':>10}{'ratio':>8}{'|dloss|':>10}"
+          f"{'mg vs fp32':>12}{'pt vs fp32':>12}")
     for r in rows:
+        vs = r.get("vs_fp32", {})
+        vs_mg = f"{vs['minigrad']:.2f}x" if "minigrad" in vs else "-"
+        vs_pt = f"{vs['pytorch']:.2f}x" if "pytorch" in vs else "-"
         if "pytorch" in r:
-            print(f"{r['name']:<28}{r['minigrad']:>12.3f}{r['pytorch']:>12.3f}"
-                  f"{r['minigrad'] / r['pytorch']:>8.2f}x{r['check']:>11.1e}")
+            print(f"{r['name']:<31}{r['minigrad']:>10.3f}{r['pytorch']:>10.3f}"
+                  f"{r['minigrad'] / r['pytorch']:>7.2f}x{r['check']:>10.1e}{vs_mg:>12}"
+                  f"{vs_pt:>12}")
         else:
-            print(f"{r['name']:<28}{r['minigrad']:>12.3f}{'-':>12}{'-':>9}{'-':>11}")
+            print(f"{r['name']:<31}{r['minigrad']:>10.3f}{'-':>10}{'-':>8}{'-':>10}{vs_mg:>12}"
+                  f"{'-':>12}")
     print("ratio = minigrad time / PyTorch time (lower is better for minigrad); |dloss| = "
-          "first-step loss difference (same weights, same data)")
+          "first-step loss difference (same weights, same data); vs fp32 = the run's time over "
+          "the same framework's float32 time")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"threads": threads, "rows": rows}, f, indent=2)

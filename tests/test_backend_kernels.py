@@ -45,3 +45,37 @@ def test_transposed_copy(rng, shape):
     out = kernels.transposed(a)
     assert out.flags.c_contiguous and out.shape == shape[::-1]
     np.testing.assert_array_equal(out, a.T)
+
+
+# ----------------------------------------------------------------------- BLAS threads per GEMM
+def test_blas_threads_follow_product_size_and_machine_load(monkeypatch):
+    from minigrad._backend import blas
+
+    monkeypatch.setitem(blas._state, "cap", 4)
+    monkeypatch.setitem(blas._state, "cores", 4)
+    monkeypatch.setattr(blas, "free_cores", lambda: 4.0)      # idle
+    assert [blas.threads_for(f) for f in (1e6, 3e6, 5e6, 1e9)] == [1, 2, 3, 4]
+    monkeypatch.setattr(blas, "free_cores", lambda: 3.0)      # one core busy elsewhere
+    assert [blas.threads_for(f) for f in (6e6, 2e7, 1e9)] == [1, 3, 3]
+    monkeypatch.setattr(blas, "free_cores", lambda: 0.4)      # every core busy
+    assert blas.threads_for(1e9) == 1
+    monkeypatch.setitem(blas._state, "cap", 1)                 # OPENBLAS_NUM_THREADS=1
+    monkeypatch.setattr(blas, "free_cores", lambda: 4.0)
+    assert blas.threads_for(1e9) == 1
+
+
+def test_blas_threads_are_set_on_numpys_blas_and_capped():
+    from minigrad._backend import blas
+
+    a = np.ones((64, 512), np.float32)
+    kernels.matmul(a, a.T)
+    if not blas._controller():
+        pytest.skip("threadpoolctl does not see NumPy's BLAS here")
+    assert 1 <= blas._state["now"] <= blas._state["cap"]
+    assert 0.0 <= blas.free_cores() <= len(blas._cpus())
+    try:
+        blas.set_cap(1)
+        kernels.matmul(np.ones((512, 512), np.float32), np.ones((512, 512), np.float32))
+        assert blas._controller().get_num_threads() == 1
+    finally:
+        blas.set_cap(None)

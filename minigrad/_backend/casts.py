@@ -1,22 +1,23 @@
-"""Float casts: ``astype``, with a vectorised GPU kernel for the casts autocast makes.
+"""Float casts: ``astype``, with vectorised kernels for the casts autocast makes.
 
 Autocast casts every float32 weight to float16/bfloat16 each step and every such gradient back.
 CuPy's ``astype`` kernel converts one element per thread with generic indexing (about 1.1 TB/s
 on an H200 for float32 -> float16); for contiguous, 16-byte aligned arrays this kernel moves four
 elements per thread with vector loads and stores. Conversions round to nearest even, like
-``astype``, so the results are bit-identical (tested on the GPU). Anything else, and every NumPy
-array, goes to ``astype``.
+``astype``, so the results are bit-identical (tested on the GPU). On the CPU, float16 <-> float32
+goes to ``lowp_cpu``'s block kernels (NumPy's own float16 casts convert one element at a time;
+bit-identical, tested). Anything else goes to ``astype``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import cupy
+from . import cupy, lowp_cpu
 from .dtypes import bfloat16, float16, float32
 from .fused import use_fused
 
-__all__ = ["astype"]
+__all__ = ["astype", "to_dtype"]
 
 _SRC = r"""
 #include <cuda_fp16.h>
@@ -68,8 +69,14 @@ def _vectorisable(x, dtype) -> bool:
 
 
 def astype(x, dtype):
-    """``x.astype(dtype)`` (a new array), vectorised on the GPU where it applies."""
+    """``x.astype(dtype)`` (a new array), vectorised on the CPU and the GPU where it applies."""
     dtype = np.dtype(dtype)
+    if type(x) is np.ndarray:
+        if dtype == float32 and x.dtype == float16:
+            return lowp_cpu.widen(x)
+        if dtype == float16 and x.dtype == float32:
+            return lowp_cpu.narrow(x, dtype)
+        return x.astype(dtype)
     if not _vectorisable(x, dtype):
         return x.astype(dtype)
     n4 = x.size // 4
@@ -79,3 +86,8 @@ def astype(x, dtype):
         out = cupy.empty(x.shape, dtype)
         k((min((n4 + 255) // 256, 8192),), (256,), (x, out, np.int64(n4)))
     return out
+
+
+def to_dtype(x, dtype):
+    """``x`` in ``dtype``: ``x`` itself when it has it already, else :func:`astype`."""
+    return x if x.dtype == dtype else astype(x, dtype)

@@ -13,11 +13,11 @@ import math
 
 import numpy as np
 
-from . import matmul_paths
-from .dtypes import float32, is_low_precision, widest_float
+from . import blas, lowp_cpu, matmul_paths
+from .dtypes import bfloat16, float16, float32, is_low_precision, widest_float
 
-__all__ = ["matmul", "matmul_bias", "sum_fp32", "clamp", "relu_grad",
-           "emulates_low_precision",
+__all__ = ["matmul", "matmul_bias", "emulated_matmul", "sum_fp32", "clamp", "relu_grad",
+           "unary", "binary", "selection", "emulates_low_precision",
            "im2col_keep_bytes", "ufunc_operand", "index_grid", "ufunc_rows",
            "transposed"]
 
@@ -25,6 +25,51 @@ __all__ = ["matmul", "matmul_bias", "sum_fp32", "clamp", "relu_grad",
 def emulates_low_precision(array) -> bool:
     """True where fp16/bf16 GEMMs are emulated in fp32 (the CPU): callers may upcast early."""
     return type(array) is np.ndarray
+
+
+# ------------------------------------------------------------------ elementwise entry points
+# Ops compute elementwise formulas through these two: on the CPU a float16/bfloat16 operand
+# sends the call to ``lowp_cpu`` (float32 compute, one rounding); anything else costs one dtype
+# check. The dtypes are compared by identity (NumPy's builtin dtypes and ml_dtypes' bfloat16
+# are singletons); an exotic spelling of them only misses the fast path.
+_nd = np.ndarray
+_PY_SCALARS = (int, float, bool)
+
+
+def unary(f, x):
+    """``f(x)`` for an elementwise array function ``f`` (a NumPy/CuPy ufunc or a formula of
+    them) of one array; float16/bfloat16 on the CPU compute in float32 and round once."""
+    if type(x) is _nd and x.itemsize == 2 and (x.dtype is float16 or x.dtype is bfloat16):
+        return lowp_cpu.compute(f, x)
+    return f(x)
+
+
+def selection(f, x):
+    """``f(x)`` for a function that only compares, takes maxima/minima of and copies elements
+    of ``x`` (max pooling), returning an array of them: float16/bfloat16 on the CPU are handed
+    to ``f`` as int16 keys that order like the numbers (``lowp_cpu.selection``)."""
+    if type(x) is _nd and (x.dtype is float16 or x.dtype is bfloat16):
+        return lowp_cpu.selection(f, x)
+    return f(x)
+
+
+def binary(f, a, b):
+    """``f(a, b)`` for an elementwise binary ufunc or operator; either side may be a Python
+    number. float16/bfloat16 on the CPU compute in float32 and round once. A Python number
+    meeting a bfloat16 GPU array is typed as bfloat16 first: bfloat16 is an ml_dtypes
+    extension outside NumPy's weak-scalar rule, so ``bf16 + 1.5`` would widen to float64."""
+    ta, tb = type(a), type(b)
+    if ta is _nd or tb is _nd:  # the CPU
+        if (ta is not _nd or a.itemsize != 2) and (tb is not _nd or b.itemsize != 2):
+            return f(a, b)  # no array of 16-bit items: the common case
+        if lowp_cpu.is_low(a) or lowp_cpu.is_low(b):
+            return lowp_cpu.compute(f, a, b)
+        return f(a, b)
+    if ta in _PY_SCALARS and getattr(b, "dtype", None) == bfloat16:
+        a = b.dtype.type(a)
+    elif tb in _PY_SCALARS and getattr(a, "dtype", None) == bfloat16:
+        b = a.dtype.type(b)
+    return f(a, b)
 
 
 def im2col_keep_bytes(array) -> int:
@@ -127,7 +172,9 @@ def matmul(a, b):
             # float32, where NumPy has no rule)
             out_dtype = widest_float((a.dtype, b.dtype))
             matmul_paths.note("cpu-emulated-fp32-accumulate")
-            return np.matmul(a.astype(float32), b.astype(float32)).astype(out_dtype)
+            y = _cpu_matmul(lowp_cpu.widen(a).astype(float32, copy=False),
+                            lowp_cpu.widen(b).astype(float32, copy=False))
+            return lowp_cpu.narrow(y, out_dtype)
         matmul_paths.note("cpu")
         return _cpu_matmul(a, b)
     from . import gpu_matmul  # CuPy only; imported lazily so CPU users never load it
@@ -146,11 +193,22 @@ def matmul_bias(a, b, bias):
         return y
     if type(a) is np.ndarray:
         matmul_paths.note("cpu-emulated-fp32-accumulate")
-        y = np.matmul(a.astype(float32), b.astype(float32))
-        y += bias.astype(float32)
-        return y.astype(a.dtype)
+        y = _cpu_matmul(lowp_cpu.widen(a), lowp_cpu.widen(b))
+        y += lowp_cpu.widen(bias)
+        return lowp_cpu.narrow(y, a.dtype)
     from . import gpu_matmul
     return gpu_matmul.matmul_bias(a, b, bias)
+
+
+def emulated_matmul(a, b, dtype, bias=None):
+    """The CPU's float16/bfloat16 ``a @ b (+ bias)`` on operands its caller already converted
+    to float32 (and keeps, for its backward): one float32 GEMM, the bias added to the float32
+    result, rounded once to ``dtype``."""
+    matmul_paths.note("cpu-emulated-fp32-accumulate")
+    y = _cpu_matmul(a, b)
+    if bias is not None:
+        y += bias
+    return lowp_cpu.narrow(y, dtype)
 
 
 # Two shapes OpenBLAS's float32 GEMM runs slowly (measured on x86-64 with its Haswell kernels):
@@ -163,8 +221,12 @@ _SLOW_ROWS, _PADDED_ROWS = range(5, 8), 8
 
 def _cpu_matmul(a, b):
     if a.ndim != 2 or b.ndim != 2 or a.dtype != float32 or b.dtype != float32:
+        if a.ndim and b.ndim:  # (batched) products: operations of the larger batch
+            n = b.shape[-1] if b.ndim > 1 else 1
+            blas.for_flops(2 * max(a.size * n, b.size * (a.shape[-2] if a.ndim > 1 else 1)))
         return np.matmul(a, b)
     m = a.shape[0]
+    blas.for_flops(2 * a.size * b.shape[1])
     if m <= _GEMV_MAX_ROWS and a.shape[1] >= _GEMV_MIN_REDUCTION and b.T.flags.c_contiguous:
         out = np.empty((m, b.shape[1]), dtype=float32)
         for i in range(m):
@@ -186,6 +248,13 @@ def clamp(x, lower=None, upper=None):
     about 4096 elements on; below that the extra buffer costs more than it saves).
     """
     xp = np if type(x) is np.ndarray else _xp(x)
+    if xp is np and (x.dtype is float16 or x.dtype is bfloat16):
+        if lower == 0 and upper is None and x.ndim:
+            return lowp_cpu.relu(x)  # a selection on the bits, no conversion
+        # the bounds as x's dtype rounds them, then float32's clamp, rounded once (exact)
+        lower = None if lower is None else float(x.dtype.type(lower))
+        upper = None if upper is None else float(x.dtype.type(upper))
+        return lowp_cpu.compute(lambda v: clamp(v, lower, upper), x)
     if xp is not np or x.size < 4096:
         y = x if lower is None else xp.maximum(x, x.dtype.type(lower))
         return y if upper is None else xp.minimum(y, x.dtype.type(upper))
@@ -203,9 +272,12 @@ _RELU_GRAD = {}
 def relu_grad(gy, y):
     """ReLU's gradient from its output, PyTorch's ``threshold_backward``: 0 where ``y <= 0``,
     else ``gy`` (a NaN activation passes its gradient; an inf gradient of a zeroed unit gives
-    0, not NaN). A selection, so no float16 arithmetic on the CPU; one kernel on the GPU."""
+    0, not NaN). A selection, so no float16 arithmetic on the CPU (a float16/bfloat16 ``y`` is
+    compared on its bits); one kernel on the GPU."""
     if type(gy) is np.ndarray:
-        return np.where(y <= 0, gy.dtype.type(0), gy)
+        if y.dtype is float16 or y.dtype is bfloat16:
+            return lowp_cpu.relu_grad(gy, y)
+        return lowp_cpu.keep(gy, np.logical_not(np.less_equal(y, 0)))  # NaN y passes gy
     k = _RELU_GRAD.get("k")
     if k is None:
         cupy = _xp(gy)
@@ -217,6 +289,8 @@ def relu_grad(gy, y):
 def sum_fp32(x, axis=None, keepdims=False):
     """Sum in float32 or wider (invariant 3), returned in float32/float64."""
     xp = np if type(x) is np.ndarray else _xp(x)
+    if xp is np and (x.dtype is float16 or x.dtype is bfloat16):
+        x = lowp_cpu.widen(x)  # NumPy's reduction would convert element by element
     acc = x.dtype if x.dtype == np.float64 else float32
     if x.dtype.kind in "biu":  # integer sums are int64 (PyTorch), also for unsigned and bool
         acc = np.int64 if x.dtype.kind in "bu" else None

@@ -23,7 +23,7 @@ point asks ``cudnn_conv`` first and falls through on None).
 
 from __future__ import annotations
 
-from .._backend import cudnn_conv, get_array_module, kernels
+from .._backend import casts, cudnn_conv, get_array_module, kernels
 from .._backend.dtypes import float32, is_low_precision, widest_float
 
 __all__ = ["conv_forward", "conv_data_grad", "conv_weight_grad", "conv_bias_grad"]
@@ -182,19 +182,32 @@ class _BatchInner:
 
 
 # ----------------------------------------------------------------------------- entry points
-def _lowp_operands(a, b, upcast_a=True):
+def _lowp_operands(a, b, upcast_a=True, shared=None):
     """Upcast fp16/bf16 operands early where ``kernels.matmul`` would upcast them anyway.
 
     On the CPU ``kernels.matmul`` emulates Tensor Cores by converting its operands to fp32.
     Converting *before* im2col is numerically identical and converts kh*kw times fewer elements
-    (NumPy's fp16->fp32 conversion otherwise dominates a LeNet conv). On the GPU the operands
-    stay narrow so cuBLAS runs them on Tensor Cores. ``upcast_a=False`` leaves ``a`` alone when
-    it is not read again. Returns the operands and the output dtype.
+    (the conversion otherwise dominates a LeNet conv). On the GPU the operands stay narrow so
+    cuBLAS runs them on Tensor Cores. ``upcast_a=False`` leaves ``a`` alone when it is not read
+    again. The output gradient, the ``a`` of the data gradient and the ``b`` of the weight
+    gradient, is converted once per backward (``shared``, see ``_gy_matrix``). Returns the
+    operands and the output dtype.
     """
     out_dtype = a.dtype if a.dtype == b.dtype else widest_float((a.dtype, b.dtype))
     if is_low_precision(out_dtype) and kernels.emulates_low_precision(b):
-        return (a.astype(float32) if upcast_a else a), b.astype(float32), out_dtype
+        return ((_widened(a, shared) if upcast_a else a), _widened(b, shared), out_dtype)
     return a, b, out_dtype
+
+
+def _widened(a, shared):
+    """``a`` in float32, converted once per ``shared`` dict (which holds ``a``, so its id
+    stays its own while the entry lives)."""
+    if shared is None:
+        return casts.to_dtype(a, float32)
+    hit = shared.get(id(a))
+    if hit is None:
+        hit = shared[id(a)] = (a, casts.to_dtype(a, float32))
+    return hit[1]
 
 
 def _gemm(a, b, groups):
@@ -216,15 +229,18 @@ def conv_forward(x, w, b, out_hw, stride, padding, dilation, groups, keep_cols=F
     if y is not None:
         return _add_bias(y, b), None
     x, w, out_dtype = _lowp_operands(x, w)
+    if b is not None and b.dtype != x.dtype:  # a float16 bias added to float32 rows: convert
+        b = casts.astype(b, x.dtype)          # it once, not once per row
     geo = _Geometry(x.shape, w.shape, out_hw, stride, padding, dilation, groups)
     layout = geo.layout()
     cols = layout.cols(x)
     y = layout.to_nchw(_gemm(w.reshape(groups, geo.o // groups, geo.k), cols, groups), b)
-    # Columns are kept only in the op's dtype: the CPU's float32 columns of a float16 conv would
-    # be an activation saved at twice its size (the weight gradient rebuilds them instead).
-    keep = (keep_cols and cols.dtype == out_dtype
-            and cols.nbytes <= kernels.im2col_keep_bytes(cols))
-    return y.astype(out_dtype, copy=False), (cols if keep else None)
+    # The CPU keeps the float32 columns of a float16/bfloat16 conv too (twice the bytes of
+    # float16 columns, within the same byte limit): the input is converted once, in forward,
+    # and the weight gradient neither converts nor copies it again (as in float32).
+    keep = (keep_cols and cols.nbytes <= kernels.im2col_keep_bytes(cols)
+            and (cols.dtype == out_dtype or kernels.emulates_low_precision(cols)))
+    return casts.to_dtype(y, out_dtype), (cols if keep else None)
 
 
 def _gy_matrix(layout, gy, shared):
@@ -244,7 +260,7 @@ def conv_data_grad(gy, w, b, in_hw, stride, padding, dilation, groups, shared=No
     gx = cudnn_conv.data_grad(gy, w, in_hw, stride, padding, dilation, groups)
     if gx is not None:
         return _add_bias(gx, b)
-    gy, w, out_dtype = _lowp_operands(gy, w)
+    gy, w, out_dtype = _lowp_operands(gy, w, shared=shared)
     n, o = gy.shape[:2]
     cg = w.shape[1]
     geo = _Geometry((n, cg * groups) + tuple(in_hw), w.shape, gy.shape[2:], stride, padding,
@@ -254,7 +270,7 @@ def conv_data_grad(gy, w, b, in_hw, stride, padding, dilation, groups, shared=No
     dcols = _gemm(w_t, _gy_matrix(layout, gy, shared), groups)
     # Overlapping windows are summed in fp32 for fp16/bf16 and rounded once at the end.
     acc_dtype = float32 if is_low_precision(dcols.dtype) else dcols.dtype
-    return _copy_add_bias(layout.col2im(dcols, acc_dtype), b).astype(out_dtype, copy=False)
+    return casts.to_dtype(_copy_add_bias(layout.col2im(dcols, acc_dtype), b), out_dtype)
 
 
 def conv_weight_grad(x, gy, w_shape, stride, padding, dilation, groups, cols=None, shared=None):
@@ -264,23 +280,27 @@ def conv_weight_grad(x, gy, w_shape, stride, padding, dilation, groups, cols=Non
     if gw is not None:
         return gw
     # Kept columns were built from the forward's (already upcast) input: x is not read again.
-    x, gy, out_dtype = _lowp_operands(x, gy, upcast_a=cols is None)
+    x, gy, out_dtype = _lowp_operands(x, gy, upcast_a=cols is None, shared=shared)
     geo = _Geometry(x.shape, w_shape, gy.shape[2:], stride, padding, dilation, groups)
     layout = geo.layout()
     if cols is None:
         cols = layout.cols(x)
     gw = _gemm(_gy_matrix(layout, gy, shared), cols.transpose(0, 2, 1), groups).reshape(w_shape)
-    return gw.astype(out_dtype, copy=False)
+    return casts.to_dtype(gw, out_dtype)
 
 
-def conv_bias_grad(gy):
+def conv_bias_grad(gy, shared=None):
     """``gy.sum((0, 2, 3))`` of an (N, O, H, W) gradient (float32 accumulation for fp16/bf16).
 
     float32/float64 take one GEMV per image against ones, then a sum over the batch: BLAS runs
     these long reductions 2-4x faster than NumPy's multi-axis sum (LeNet's conv1: 49 -> 21 us).
+    So does float16/bfloat16 on the CPU, on the float32 copy of ``gy`` that the other gradients
+    of the backward (``shared``) made, rounded once.
     """
     xp = get_array_module(gy)
     if is_low_precision(gy.dtype):
+        if kernels.emulates_low_precision(gy):
+            return casts.to_dtype(conv_bias_grad(_widened(gy, shared)), gy.dtype)
         return kernels.sum_fp32(gy, axis=(0, 2, 3)).astype(gy.dtype)
     n, o, h, w = gy.shape
     per_image = gy.reshape(n, o, h * w)

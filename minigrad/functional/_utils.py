@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._backend import get_array_module
+from .._backend import casts, get_array_module
 from .._backend.dtypes import acc_dtype, bfloat16, float32, float64, int64, is_floating
 from .._backend.indexing import (  # noqa: F401  (re-exported for the op families)
     check_index_range,
@@ -117,8 +117,15 @@ def as_operand(x, op: str):
 
 def wide(x):
     """Array ``x`` in float32 (float64 stays): NumPy's float16/bfloat16 math is slow and
-    imprecise, so the transcendental functions and activations compute there and round once."""
-    return x if x.dtype == float64 or x.dtype == float32 else x.astype(float32)
+    imprecise, so the transcendental functions and activations compute there and round once
+    (:func:`narrow` rounds back; both use the backend's vectorised casts)."""
+    return x if x.dtype == float64 or x.dtype == float32 else casts.astype(x, float32)
+
+
+def narrow(y, dtype):
+    """Array ``y`` (computed by :func:`wide` means) rounded once to ``dtype``; ``y`` itself when
+    it has that dtype."""
+    return casts.to_dtype(y, dtype)
 
 
 def scalar_like(value, like):
@@ -139,7 +146,7 @@ class WideUnary(Function):
     def forward(self, x):
         if x.dtype.kind != "f" and x.dtype.kind != "V":
             x = x.astype(float32)
-        y = self.f(get_array_module(x), wide(x)).astype(x.dtype, copy=False)
+        y = narrow(self.f(get_array_module(x), wide(x)), x.dtype)
         self.save_for_backward(x if self.keep == "x" else y)
         return y
 

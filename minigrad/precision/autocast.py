@@ -30,6 +30,7 @@ import warnings
 
 import numpy as np
 
+from .._backend import casts
 from .._backend.dtypes import bfloat16, float16, float32, float64, normalize_dtype, widest_float
 from ..core.function import Cast
 from ..core.modes import autocast_state as _state
@@ -213,7 +214,7 @@ def _same_cast(src, cached) -> bool:
     if type(src) is not np.ndarray:
         return False
     bits = np.dtype(f"u{cached.dtype.itemsize}")
-    return bool(np.array_equal(src.astype(cached.dtype).view(bits), cached.view(bits)))
+    return bool(np.array_equal(casts.astype(src, cached.dtype).view(bits), cached.view(bits)))
 
 
 def _warn_bce(name):

@@ -1,0 +1,94 @@
+"""Casts per training step of the main job (LeNet-5, batch 32) on the CPU, per precision.
+
+Counts, over ``--steps`` steps after three warm-up steps (cProfile, so the times it prints are
+inflated by the profiler and only the counts matter):
+
+- ``astype``: calls of NumPy's ``ndarray.astype`` (every dtype conversion NumPy makes itself;
+  float16 ones convert element by element);
+- ``block casts``: float16 <-> float32 conversions made by ``_backend/lowp_cpu.py``'s block
+  kernels (absent before that module existed);
+- ``ops``: ``Function.apply`` calls (recorded and unrecorded ops, casts included).
+
+It uses only the public API, so the same script counts an older checkout's casts:
+``git worktree add /tmp/old <commit> && PYTHONPATH=/tmp/old python benchmarks/amp_cpu_casts.py``.
+
+    python benchmarks/amp_cpu_casts.py [--steps 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import pstats
+
+import numpy as np
+
+import minigrad as mg
+import minigrad.functional as F
+from minigrad import amp
+from minigrad.autodiff import GradManager
+from minigrad.data import DataLoader, TensorDataset
+from minigrad.data.datasets import digits
+from minigrad.models import lenet5
+from minigrad.optimizer import SGD
+
+
+def _step_fn(low):
+    x, y = digits("train")
+    x = (x - x.mean()) / x.std()
+    mg.manual_seed(0)
+    model = lenet5()
+    opt = SGD(model.parameters(), lr=0.02, momentum=0.9)
+    gm = GradManager().attach(model.parameters())
+    scaler = amp.GradScaler() if low == "float16" else None
+    region = (lambda: amp.autocast(dtype=low)) if low else contextlib.nullcontext
+    batches = list(DataLoader(TensorDataset(x, y), batch_size=32, shuffle=True, seed=0))
+
+    def step(i):
+        xb, yb = batches[i % len(batches)]
+        with np.errstate(over="ignore", invalid="ignore"), region(), gm:
+            loss = F.cross_entropy(model(xb), yb)
+            if scaler is not None:
+                scaler.backward(gm, loss)
+            else:
+                gm.backward(loss)
+        opt.step().clear_grad()
+    return step
+
+
+def count(low, steps: int) -> dict:
+    """Calls per step of ``astype``, of the block casts and of ``Function.apply``."""
+    step = _step_fn(low)
+    for i in range(3):
+        step(i)
+    prof = cProfile.Profile()
+    prof.enable()
+    for i in range(steps):
+        step(3 + i)
+    prof.disable()
+    out = {"astype": 0, "block casts": 0, "ops": 0}
+    for (path, _, name), (_, ncalls, *_rest) in pstats.Stats(prof).stats.items():
+        if name == "<method 'astype' of 'numpy.ndarray' objects>":
+            out["astype"] += ncalls
+        elif path.endswith("lowp_cpu.py") and name in ("_widen_f16", "_narrow_f16"):
+            out["block casts"] += ncalls
+        elif path.endswith("function.py") and name == "apply":
+            out["ops"] += ncalls
+    return {k: v / steps for k, v in out.items()}
+
+
+def main(argv=None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--steps", type=int, default=30)
+    args = p.parse_args(argv)
+    rows = {label: count(low, args.steps) for label, low in
+            (("float32", None), ("fp16 AMP + GradScaler", "float16"), ("bf16 AMP", "bfloat16"))}
+    print(f"{'per step (LeNet-5, batch 32)':<30}{'astype':>10}{'block casts':>13}{'ops':>8}")
+    for label, r in rows.items():
+        print(f"{label:<30}{r['astype']:>10.1f}{r['block casts']:>13.1f}{r['ops']:>8.1f}")
+    return rows
+
+
+if __name__ == "__main__":
+    main()
