@@ -18,7 +18,23 @@ REFUSED = {
     "cdist": lambda: F.cdist(mg.tensor([[1, 2]]), mg.tensor([[3.0, 4.0]])),
     "pdist": lambda: F.pdist(mg.tensor([[1, 2], [3, 4]])),
     "leaky_relu": lambda: F.leaky_relu(mg.tensor([-5, 3]), 0.5),
+    **{op: (lambda op=op: getattr(F, op)(mg.tensor([-5, 3]))) for op in (
+        "elu", "selu", "celu", "hardsigmoid", "hardswish", "mish", "logsigmoid", "softmin")},
+    "hypot": lambda: F.hypot(INTS, INTS),
+    "normalize": lambda: F.normalize(mg.tensor([[1, 2]])),
+    "instance_norm": lambda: F.instance_norm(mg.tensor([[[1, 2]]])),
+    "local_response_norm": lambda: F.local_response_norm(mg.tensor([[[1, 2]]]), 2),
 }
+
+
+def test_rounding_and_copies_keep_integers_as_pytorch():
+    i = mg.tensor(np.array([3, -4], np.int32))
+    for op in ("floor", "ceil", "trunc", "round", "relu6", "hardtanh", "flip"):
+        out = getattr(F, op)(i)
+        assert out.dtype == mg.int32, op
+    assert F.exp2(INTS).dtype == mg.float32 and F.atan(INTS).dtype == mg.float32
+    assert F.copysign(INTS, -1).dtype == mg.float32            # always floating, as PyTorch
+    assert F.fmod(INTS, 3).dtype == mg.int64 and F.remainder(INTS, 3).dtype == mg.int64
 
 
 @pytest.mark.parametrize("op", REFUSED)

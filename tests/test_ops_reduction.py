@@ -27,7 +27,10 @@ def test_sum_mean_var_std(axis, keepdims, device, rng):
     for ddof in (0, 1):
         np.testing.assert_allclose(F.var(t, axis, keepdims, ddof=ddof).numpy(),
                                    a.var(ax, keepdims=keepdims, ddof=ddof))
-        np.testing.assert_allclose(t.std(axis, keepdims, ddof=ddof).numpy(),
+        np.testing.assert_allclose(F.std(t, axis, keepdims, ddof=ddof).numpy(),
+                                   a.std(ax, keepdims=keepdims, ddof=ddof))
+        # the Tensor methods are PyTorch's: dim, keepdim, correction (N - 1 by default)
+        np.testing.assert_allclose(t.std(axis, keepdim=keepdims, correction=ddof).numpy(),
                                    a.std(ax, keepdims=keepdims, ddof=ddof))
     for fn in (F.sum, F.mean, F.var, F.std):
         assert gradcheck(lambda x, fn=fn: fn(x, axis, keepdims), [a], device=device)
@@ -41,7 +44,7 @@ def test_max_min_prod_logsumexp_norm(axis, keepdims, device, rng):
     t = _t(a, device)
     ax = tuple(axis) if isinstance(axis, tuple) else axis
     np.testing.assert_allclose(F.max(t, axis, keepdims).numpy(), a.max(ax, keepdims=keepdims))
-    np.testing.assert_allclose(t.min(axis, keepdims).numpy(), a.min(ax, keepdims=keepdims))
+    np.testing.assert_allclose(F.min(t, axis, keepdims).numpy(), a.min(ax, keepdims=keepdims))
     np.testing.assert_allclose(t.prod(axis, keepdims).numpy(), a.prod(ax, keepdims=keepdims))
     ref = np.log(np.exp(a).sum(ax, keepdims=keepdims))
     np.testing.assert_allclose(F.logsumexp(t, axis, keepdims).numpy(), ref)

@@ -36,6 +36,13 @@ MODULES = [
     ("GRU", lambda: nn.GRU(3, 4, bidirectional=True), lambda: TN.GRU(3, 4, bidirectional=True),
      (5, 2, 3), None),
     ("RNN", lambda: nn.RNN(3, 4), lambda: TN.RNN(3, 4), (5, 2, 3), None),
+    *[(name, getattr(nn, name), getattr(TN, name), (2, 3, 4), None) for name in (
+        "ELU SELU CELU ReLU6 Hardsigmoid Hardswish Hardtanh Mish LogSigmoid").split()],
+    ("ELU-alpha", lambda: nn.ELU(0.5), lambda: TN.ELU(0.5), (2, 3, 4), None),
+    ("CELU-alpha", lambda: nn.CELU(2.0), lambda: TN.CELU(2.0), (2, 3, 4), None),
+    ("Hardtanh-bounds", lambda: nn.Hardtanh(-0.5, 2.0), lambda: TN.Hardtanh(-0.5, 2.0),
+     (2, 3, 4), None),
+    ("Softmin", lambda: nn.Softmin(dim=1), lambda: TN.Softmin(dim=1), (2, 3, 4), None),
 ]
 
 

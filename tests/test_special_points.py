@@ -76,3 +76,38 @@ def test_std_of_huge_float32_values_does_not_overflow():
     out = F.std(mg.tensor(np.array([1e38, 0.0], np.float32)))
     assert out.dtype == mg.float32
     np.testing.assert_allclose(out.item(), 5e37, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name,f,x,expect", [
+    ("relu6 at 0 and 6", F.relu6, [0.0, 6.0, 3.0], [0.0, 0.0, 1.0]),
+    ("hardtanh at its bounds", F.hardtanh, [-1.0, 1.0, 0.0], [0.0, 0.0, 1.0]),
+    ("hardsigmoid at +-3", F.hardsigmoid, [-3.0, 3.0, 0.0], [0.0, 0.0, 1 / 6]),
+    ("hardswish at +-3", F.hardswish, [-3.0, 3.0, 0.0], [0.0, 1.0, 0.5]),
+    ("elu at 0 (the exponential side)", lambda t: F.elu(t, 2.0), [0.0], [2.0]),
+    ("celu at 0", lambda t: F.celu(t, 2.0), [0.0], [1.0]),
+    ("selu at 0", F.selu, [0.0], [1.0507009873554805 * 1.6732632423543772]),
+    ("round on halves", F.round, [0.5, 1.5, -2.5], [0.0, 0.0, 0.0]),
+    ("floor on integers", F.floor, [1.0, -2.0], [0.0, 0.0]),
+    ("copysign of zero", lambda t: F.copysign(t, mg.tensor([-1.0, 1.0])), [0.0, -0.0],
+     [0.0, 0.0]),
+    ("hypot at the origin (PyTorch: NaN)", lambda t: F.hypot(t, mg.tensor([0.0, 4.0])),
+     [0.0, 3.0], [0.0, 0.6]),
+    ("normalize of a zero row", lambda t: F.normalize(t.reshape(1, 2)), [0.0, 0.0],
+     [1e12, 1e12]),
+])
+def test_subgradients_of_the_issue_21_ops(name, f, x, expect):
+    np.testing.assert_allclose(_grad(f, x), expect, rtol=1e-7, atol=1e-7)
+
+
+def test_rounding_keeps_integers_and_fmod_by_zero_raises():
+    i = mg.tensor(np.array([3, -4], np.int32))
+    for f in (F.floor, F.ceil, F.trunc, F.round):
+        out = f(i)
+        assert out.dtype == mg.int32 and out.numpy().tolist() == [3, -4]
+    assert F.round(mg.tensor([2.5, 3.5, -0.5])).numpy().tolist() == [2.0, 4.0, -0.0]
+    assert F.remainder(mg.tensor([-5, 5]), 3).numpy().tolist() == [1, 2]      # Python's sign
+    assert F.fmod(mg.tensor([-5, 5]), 3).numpy().tolist() == [-2, 2]          # C's sign
+    for f in (F.fmod, F.remainder):
+        with pytest.raises(ZeroDivisionError, match=f"^{f.__name__}: integer division by zero"):
+            f(mg.tensor([1, 2]), mg.tensor([1, 0]))
+    assert np.isnan(F.fmod(mg.tensor([1.0]), 0.0).item())

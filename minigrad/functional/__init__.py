@@ -2,7 +2,8 @@
 
 Families live one per file, each named for what it holds: ``elementwise`` (arithmetic, selection,
 comparison), ``transcendental`` (exp/log, trigonometric, erf), ``activation``, ``matmul``
-(products and contractions), ``reduction`` (with the norms), ``shape``, ``scan``, ``conv``,
+(products and contractions), ``reduction`` (with the norms), ``sorting`` (sort, topk,
+median...), ``shape``, ``scan``, ``conv``,
 ``conv_nd``, ``pooling``, ``upsample``, ``sampling``, ``normalization``, ``dropout``, ``sparse``
 (embedding), ``attention``, ``recurrent``, ``loss``, ``loss_margin``, ``distance``. Private
 modules (``_utils``, ``_axes``, ``_composite``, ``_array_backward``, ``_conv_kernels``) are shared
@@ -33,6 +34,7 @@ from .reduction import *
 from .sampling import *
 from .scan import *
 from .shape import *
+from .sorting import *
 from .sparse import *
 from .transcendental import *
 from .upsample import *

@@ -8,7 +8,7 @@ A 0-d tensor accepts axis 0 and -1 (PyTorch treats it as having one dimension of
 
 from __future__ import annotations
 
-__all__ = ["DimensionOutOfRange", "check_axis", "reduction_axes"]
+__all__ = ["DimensionOutOfRange", "check_axis", "one_of", "reduction_axes"]
 
 
 class DimensionOutOfRange(IndexError, ValueError):
@@ -42,3 +42,18 @@ def reduction_axes(axis, ndim: int, op: str) -> tuple:
         raise ValueError(f"{op}: axis {axis} repeats a dimension of the {ndim}-D input; list "
                          "each axis once")
     return tuple(sorted(axes)) if ndim else ()
+
+
+def one_of(op: str, value, alias, names=("axis", "dim")):
+    """``value``, or its other spelling ``alias`` when that was given instead (None: not given).
+
+    minigrad's ``axis``/``keepdims`` (NumPy's and MegEngine's) and PyTorch's ``dim``/``keepdim``
+    are one argument; giving both is an error, even with equal values.
+    """
+    if alias is None:
+        return value
+    if value is not None:
+        raise TypeError(f"{op}: got both {names[0]}={value!r} and {names[1]}={alias!r}; they "
+                        f"are one argument ({names[1]} is PyTorch's spelling of {names[0]}): "
+                        "pass one of them")
+    return alias

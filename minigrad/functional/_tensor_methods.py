@@ -12,15 +12,25 @@ from .._backend.dtypes import float32, normalize_dtype
 from ..core.cast import cast as _to_dtype
 from ..core.cast import clone as _clone
 from ..core.cast import to_device as _to_device
+from ..core.device import Device
 from ..core.tensor import Tensor
 from . import activation as _activation
 from . import elementwise as _elementwise
 from . import matmul as _matmul
 from . import reduction as _reduction
 from . import shape as _shape
+from . import sorting as _sorting
 from . import transcendental as _transcendental
+from ._axes import one_of as _one_of
+from ._tensor_methods_torch import TorchMethods as _TorchMethods
 
 __all__ = ["install"]
+
+
+def _dims(op, axis, keepdims, dim, keepdim):
+    """(axis, keepdims) from minigrad's and PyTorch's spellings (both given: TypeError)."""
+    return (_one_of(op, axis, dim),
+            bool(_one_of(op, keepdims, keepdim, ("keepdims", "keepdim"))))
 
 
 class _Methods:
@@ -54,7 +64,8 @@ class _Methods:
         for a in args:
             if isinstance(a, Tensor):
                 got = {"device": a.device, "dtype": a.dtype}
-            elif isinstance(a, str) and a.split(":", 1)[0] in ("cpu", "cuda", "gpu"):
+            elif isinstance(a, Device) or (
+                    isinstance(a, str) and a.split(":", 1)[0] in ("cpu", "cuda", "gpu")):
                 got = {"device": a}
             elif a is not None:
                 got = {"dtype": normalize_dtype(a)}  # raises TypeError naming valid dtypes
@@ -156,8 +167,10 @@ class _Methods:
 
     view = reshape
 
-    def flatten(self, start_axis=0, end_axis=-1):
-        return _shape.flatten(self, start_axis, end_axis)
+    def flatten(self, start_axis=None, end_axis=None, *, start_dim=None, end_dim=None):
+        start = _one_of("flatten", start_axis, start_dim, ("start_axis", "start_dim"))
+        end = _one_of("flatten", end_axis, end_dim, ("end_axis", "end_dim"))
+        return _shape.flatten(self, 0 if start is None else start, -1 if end is None else end)
 
     def transpose(self, *axes):
         if len(axes) == 2 and all(isinstance(a, int) for a in axes):
@@ -170,10 +183,13 @@ class _Methods:
     def permute(self, *axes):
         return _shape.transpose(self, axes[0] if len(axes) == 1 else axes)
 
-    def squeeze(self, axis=None):
-        return _shape.squeeze(self, axis)
+    def squeeze(self, axis=None, *, dim=None):
+        return _shape.squeeze(self, _one_of("squeeze", axis, dim))
 
-    def unsqueeze(self, axis):
+    def unsqueeze(self, axis=None, *, dim=None):
+        axis = _one_of("unsqueeze", axis, dim)
+        if axis is None:
+            raise TypeError("unsqueeze: missing the axis (dim) to insert")
         return _shape.expand_dims(self, axis)
 
     expand_dims = unsqueeze
@@ -181,34 +197,70 @@ class _Methods:
     def broadcast_to(self, *shape):
         return _shape.broadcast_to(self, shape[0] if len(shape) == 1 else shape)
 
-    expand = broadcast_to
+    def expand(self, *sizes):
+        """PyTorch's ``expand``: ``broadcast_to`` where ``-1`` keeps that dimension's size."""
+        shape = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) \
+            else sizes
+        lead = len(shape) - self.ndim
+        if lead < 0:
+            raise ValueError(f"expand: {len(shape)} sizes for a {self.ndim}-D tensor of shape "
+                             f"{self.shape}; give at least one per dimension")
+        shape = tuple(self.shape[i - lead] if s == -1 and i >= lead else s
+                      for i, s in enumerate(shape))
+        return _shape.broadcast_to(self, shape)
 
-    def sum(self, axis=None, keepdims=False):
-        return _reduction.sum(self, axis, keepdims)
+    def sum(self, axis=None, keepdims=None, *, dim=None, keepdim=None, dtype=None):
+        x = self if dtype is None else _to_dtype(self, dtype)  # PyTorch: sums in dtype
+        return _reduction.sum(x, *_dims("sum", axis, keepdims, dim, keepdim))
 
-    def mean(self, axis=None, keepdims=False):
-        return _reduction.mean(self, axis, keepdims)
+    def mean(self, axis=None, keepdims=None, *, dim=None, keepdim=None, dtype=None):
+        x = self if dtype is None else _to_dtype(self, dtype)
+        return _reduction.mean(x, *_dims("mean", axis, keepdims, dim, keepdim))
 
-    def var(self, axis=None, keepdims=False, ddof=0):
-        return _reduction.var(self, axis, keepdims, ddof=ddof)
+    # PyTorch's meanings (the Tensor method is PyTorch's spelling; F.var/F.max are MegEngine's):
+    # var/std divide by N - 1 by default; max/min along one dim return (values, indices).
+    def var(self, dim=None, unbiased=None, keepdim=None, *, correction=None, axis=None,
+            keepdims=None, ddof=None):
+        return _reduction.torch_var(self, dim, unbiased, keepdim, correction=correction,
+                                    axis=axis, keepdims=keepdims, ddof=ddof)
 
-    def std(self, axis=None, keepdims=False, ddof=0):
-        return _reduction.std(self, axis, keepdims, ddof=ddof)
+    def std(self, dim=None, unbiased=None, keepdim=None, *, correction=None, axis=None,
+            keepdims=None, ddof=None):
+        return _reduction.torch_std(self, dim, unbiased, keepdim, correction=correction,
+                                    axis=axis, keepdims=keepdims, ddof=ddof)
 
-    def max(self, axis=None, keepdims=False):
-        return _reduction.max(self, axis, keepdims)
+    def max(self, dim=None, keepdim=None, *, axis=None, keepdims=None, other=None):
+        return _sorting.torch_max(self, dim, keepdim, axis=axis, keepdims=keepdims, other=other)
 
-    def min(self, axis=None, keepdims=False):
-        return _reduction.min(self, axis, keepdims)
+    def min(self, dim=None, keepdim=None, *, axis=None, keepdims=None, other=None):
+        return _sorting.torch_min(self, dim, keepdim, axis=axis, keepdims=keepdims, other=other)
 
-    def argmax(self, axis=None, keepdims=False):
-        return _reduction.argmax(self, axis, keepdims)
+    def sort(self, dim=-1, descending=False, *, stable=False, axis=None):
+        return _sorting.torch_sort(self, dim, descending, stable=stable, axis=axis)
 
-    def argmin(self, axis=None, keepdims=False):
-        return _reduction.argmin(self, axis, keepdims)
+    def argsort(self, dim=-1, descending=False, *, stable=False, axis=None):
+        return _sorting.torch_argsort(self, dim, descending, stable=stable, axis=axis)
 
-    def prod(self, axis=None, keepdims=False):
-        return _reduction.prod(self, axis, keepdims)
+    def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's name
+        return _sorting.torch_topk(self, k, dim, largest, sorted)
+
+    def kthvalue(self, k, dim=-1, keepdim=False):
+        return _sorting.torch_kthvalue(self, k, dim, keepdim)
+
+    def median(self, dim=None, keepdim=False):
+        return _sorting.torch_median(self, dim, keepdim)
+
+    def mode(self, dim=-1, keepdim=False):
+        return _sorting.torch_mode(self, dim, keepdim)
+
+    def argmax(self, axis=None, keepdims=None, *, dim=None, keepdim=None):
+        return _reduction.argmax(self, *_dims("argmax", axis, keepdims, dim, keepdim))
+
+    def argmin(self, axis=None, keepdims=None, *, dim=None, keepdim=None):
+        return _reduction.argmin(self, *_dims("argmin", axis, keepdims, dim, keepdim))
+
+    def prod(self, axis=None, keepdims=None, *, dim=None, keepdim=None):
+        return _reduction.prod(self, *_dims("prod", axis, keepdims, dim, keepdim))
 
     def exp(self):
         return _transcendental.exp(self)
@@ -231,8 +283,10 @@ class _Methods:
     def tanh(self):
         return _activation.tanh(self)
 
-    def clip(self, lower=None, upper=None):
-        return _elementwise.clip(self, lower, upper)
+    def clip(self, lower=None, upper=None, *, min=None, max=None):  # noqa: A002
+        """Clamp to ``[lower, upper]`` (PyTorch's ``min=``/``max=`` keywords too)."""
+        return _elementwise.clip(self, _one_of("clip", lower, min, ("lower", "min")),
+                                 _one_of("clip", upper, max, ("upper", "max")))
 
     clamp = clip
 
@@ -242,16 +296,21 @@ class _Methods:
     def pow(self, exponent):
         return _elementwise.pow(self, exponent)
 
-    def softmax(self, axis=-1):
-        return _activation.softmax(self, axis)
+    def softmax(self, axis=None, *, dim=None, dtype=None):
+        axis = _one_of("softmax", axis, dim)
+        x = self if dtype is None else _to_dtype(self, dtype)
+        return _activation.softmax(x, -1 if axis is None else axis)
 
 
 def install() -> None:
-    """Copy every method and property of ``_Methods`` onto ``Tensor``."""
-    for name, attr in vars(_Methods).items():
-        if not (name.startswith("__") and name in ("__module__", "__qualname__", "__doc__",
-                                                   "__dict__", "__weakref__")):
-            setattr(Tensor, name, attr)
+    """Copy every method and property of ``_Methods`` and ``_TorchMethods`` onto ``Tensor``."""
+    for methods in (_Methods, _TorchMethods):
+        for name, attr in vars(methods).items():
+            if not (name.startswith("__") and name in ("__module__", "__qualname__", "__doc__",
+                                                       "__dict__", "__weakref__")):
+                if methods is _TorchMethods and name in vars(_Methods):
+                    raise RuntimeError(f"Tensor.{name} is defined twice")  # one body per name
+                setattr(Tensor, name, attr)
     # Assigning ``__eq__`` to a class makes CPython drop the inherited hash of the subclasses
     # that already exist (``Parameter``): tensors hash by identity, as in PyTorch.
     stack = [Tensor]

@@ -1,5 +1,6 @@
 """Activations: ``relu``, ``leaky_relu``, ``prelu``, ``gelu``, ``silu``, ``sigmoid``, ``tanh``,
-``softplus``, and the normalising ``softmax``/``log_softmax``.
+``softplus``, ``elu``/``selu``/``celu``, ``relu6``/``hardtanh``/``hardsigmoid``/``hardswish``,
+``mish``, ``logsigmoid``, and the normalising ``softmax``/``log_softmax``/``softmin``.
 
 The pointwise activations keep the input's dtype; gelu, silu, sigmoid and softplus compute
 float16/bfloat16 in float32 and round once. Softmax and log-softmax subtract the row maximum and
@@ -16,13 +17,15 @@ import math
 from .._backend import get_array_module, kernels
 from ..core.function import Function
 from ..core.tensor import Tensor
-from ._axes import check_axis
+from ..core.cast import cast
+from ._axes import check_axis, one_of
 from ._utils import acc_dtype, check_floating, const, fast_backward, op_error, scalar_like, wide
 from .elementwise import where
 from .transcendental import erf, erf_array, exp
 
-__all__ = ["gelu", "leaky_relu", "log_softmax", "prelu", "relu", "sigmoid", "silu", "softmax",
-           "softplus", "tanh"]
+__all__ = ["celu", "elu", "gelu", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu",
+           "log_softmax", "logsigmoid", "mish", "prelu", "relu", "relu6", "selu", "sigmoid",
+           "silu", "softmax", "softmin", "softplus", "tanh"]
 
 
 # --------------------------------------------------------------------------- array forms
@@ -65,7 +68,7 @@ class TanhFunction(Function):
     promote = "float"
 
     def forward(self, x):
-        y = get_array_module(x).tanh(x)
+        y = kernels.unary(get_array_module(x).tanh, x)
         self.save_for_backward(y)
         return y
 
@@ -318,17 +321,34 @@ class LogSoftmax(Function):
         return gy - y.exp() * gy.sum(self.axis, keepdims=True)
 
 
-def softmax(x: Tensor, axis: int = -1) -> Tensor:
+def softmax(x: Tensor, axis: int | None = None, *, dim: int | None = None, dtype=None) -> Tensor:
     """Softmax along ``axis``, max-subtracted and accumulated in float32.
 
     Args:
         x: floating Tensor (float16/bfloat16 are computed in float32 and rounded back).
-        axis: the axis that sums to one.
+        axis: the axis that sums to one (default: :func:`implicit_axis`;
+            ``dim`` is PyTorch's spelling).
+        dtype: cast ``x`` to this dtype first (PyTorch's ``dtype=``).
 
     Returns:
         A Tensor of ``x``'s shape and dtype.
     """
+    x, axis = _dim_spelling(x, axis, dim, dtype, "softmax")
     return SoftmaxFunction.apply(x, axis=_axis(x, axis, "softmax"))
+
+
+def _dim_spelling(x, axis, dim, dtype, op):
+    axis = one_of(op, axis, dim)
+    return (x if dtype is None else cast(x, dtype)), (implicit_axis(x.ndim) if axis is None
+                                                      else axis)
+
+
+def implicit_axis(ndim: int) -> int:
+    """The axis softmax, log_softmax and softmin take when given none: PyTorch's implicit
+    ``dim`` and MegEngine's ``axis=None`` agree on 0 for 0-, 1- and 3-D input and 1 otherwise
+    (the classes of ``(N, C)`` and ``(N, C, H, W)``; PyTorch warns that the choice is
+    deprecated). Not the last axis: ``F.softmax`` of an ``(N, C, H, W)`` input normalises C."""
+    return 0 if ndim in (0, 1, 3) else 1
 
 
 def _axis(x, axis, op):
@@ -336,14 +356,253 @@ def _axis(x, axis, op):
     return check_axis(axis, x.ndim, op) if x.ndim else None
 
 
-def log_softmax(x: Tensor, axis: int = -1) -> Tensor:
+def log_softmax(x: Tensor, axis: int | None = None, *, dim: int | None = None,
+                dtype=None) -> Tensor:
     """``log(softmax(x))`` computed stably (``x - max - log(sum(exp(x - max)))``) in float32.
 
     Args:
         x: floating Tensor.
-        axis: the normalised axis.
+        axis: the normalised axis (default: :func:`implicit_axis`;
+            ``dim`` is PyTorch's spelling).
+        dtype: cast ``x`` to this dtype first (PyTorch's ``dtype=``).
 
     Returns:
         A Tensor of ``x``'s shape and dtype.
     """
+    x, axis = _dim_spelling(x, axis, dim, dtype, "log_softmax")
     return LogSoftmax.apply(x, axis=_axis(x, axis, "log_softmax"))
+
+
+class SoftminFunction(Function):
+    name = "softmin"
+
+    def forward(self, x, axis):
+        check_floating("softmin", x)
+        self.axis = axis
+        y = softmax_array(-x, axis).astype(x.dtype, copy=False)
+        self.save_for_backward(y)
+        return y
+
+    def backward(self, gy):
+        (y,) = self.saved_tensors
+        return y * ((gy * y).sum(self.axis, keepdims=True) - gy)
+
+
+def softmin(x: Tensor, axis: int | None = None, *, dim: int | None = None,
+            dtype=None) -> Tensor:
+    """``softmax(-x)`` along ``axis`` (``F.softmin``), max-subtracted, accumulated in float32.
+
+    Args:
+        x: floating Tensor.
+        axis: the axis that sums to one (default: :func:`implicit_axis`;
+            ``dim`` is PyTorch's spelling).
+        dtype: cast ``x`` to this dtype first (PyTorch's ``dtype=``).
+    """
+    x, axis = _dim_spelling(x, axis, dim, dtype, "softmin")
+    return SoftminFunction.apply(x, axis=_axis(x, axis, "softmin"))
+
+
+# --------------------------------------------------------------------------- ELU family
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+class ELUFunction(Function):
+    """``scale * x`` for ``x > 0``, ``scale * alpha * (exp(input_scale * x) - 1)`` otherwise:
+    elu, selu and celu (PyTorch's one kernel), computed in float32 for 16-bit input."""
+
+    name = "elu"
+
+    def forward(self, x, alpha, scale=1.0, input_scale=1.0):
+        self.save_for_backward(x)
+        self.alpha, self.scale, self.input_scale = alpha, scale, input_scale
+        z = wide(x)
+        xp = get_array_module(z)
+        neg = xp.expm1(xp.minimum(z, 0) * input_scale) * alpha
+        y = xp.where(z > 0, z, neg)
+        if scale != 1.0:
+            y = y * scale
+        return y.astype(x.dtype, copy=False)
+
+    def backward(self, gy):
+        (x,) = self.saved_tensors
+        pos = const(x.data > 0)  # x == 0 takes the exponential side, as in PyTorch
+        k = self.scale * self.alpha * self.input_scale
+        if fast_backward():
+            xd = wide(x.data)
+            xp = get_array_module(xd)
+            d = xp.where(pos.data, self.scale, xp.exp(xp.minimum(xd, 0) * self.input_scale) * k)
+            return const(gy.data * d.astype(gy.dtype, copy=False))
+        # where() before exp: no overflow on the positive side, and x's second derivative
+        # flows only through the exponential side.
+        return gy * where(pos, self.scale, exp(where(pos, 0.0, x) * self.input_scale) * k)
+
+
+class SELUFunction(ELUFunction):
+    name = "selu"
+
+
+class CELUFunction(ELUFunction):
+    name = "celu"
+
+
+def elu(x: Tensor, alpha: float = 1.0) -> Tensor:
+    """``x`` for ``x > 0``, ``alpha * (exp(x) - 1)`` otherwise (floating input only)."""
+    check_floating("elu", x)
+    return ELUFunction.apply(x, alpha=float(alpha))
+
+
+def selu(x: Tensor) -> Tensor:
+    """Self-normalising ELU: ``scale * elu(x, alpha)`` with PyTorch's constants
+    (alpha 1.6733, scale 1.0507)."""
+    check_floating("selu", x)
+    return SELUFunction.apply(x, alpha=_SELU_ALPHA, scale=_SELU_SCALE)
+
+
+def celu(x: Tensor, alpha: float = 1.0) -> Tensor:
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`` (floating input only)."""
+    check_floating("celu", x)
+    if alpha == 0:
+        raise op_error("celu", "alpha must not be 0 (the exponent divides by it)")
+    return CELUFunction.apply(x, alpha=float(alpha), input_scale=1.0 / alpha)
+
+
+# --------------------------------------------------------------------------- hard activations
+class HardtanhFunction(Function):
+    name = "hardtanh"
+
+    def forward(self, x, min_val, max_val):
+        self.save_for_backward(x)
+        self.min_val, self.max_val = min_val, max_val
+        # x.dtype.type truncates float bounds for an integer tensor, as PyTorch does
+        return kernels.clamp(x, min_val, max_val)
+
+    def backward(self, gy):
+        (x,) = self.saved_tensors
+        keep = (x.data > self.min_val) & (x.data < self.max_val)  # 0 at the kinks (PyTorch)
+        if fast_backward():
+            return const(get_array_module(keep).where(keep, gy.data, scalar_like(0, gy.data)))
+        return where(const(keep), gy, 0.0)
+
+
+class ReLU6Function(HardtanhFunction):
+    name = "relu6"
+
+
+def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:
+    """``x`` clamped to ``[min_val, max_val]``; gradient 1 strictly inside, 0 at and beyond
+    the bounds (PyTorch). An integer tensor keeps its dtype (bounds truncated, as PyTorch)."""
+    _hard_input("hardtanh", x)
+    if min_val > max_val:
+        raise op_error("hardtanh", "min_val cannot be greater than max_val",
+                       min_val=min_val, max_val=max_val)
+    return HardtanhFunction.apply(x, min_val=min_val, max_val=max_val)
+
+
+def relu6(x: Tensor) -> Tensor:
+    """``min(max(x, 0), 6)``; gradient 0 at 0 and at 6 (PyTorch). Integers keep their dtype."""
+    _hard_input("relu6", x)
+    return ReLU6Function.apply(x, min_val=0.0, max_val=6.0)
+
+
+def _hard_input(op, x):
+    if x.dtype.kind == "b":
+        raise op_error(op, "bool input is not supported (as in PyTorch); cast it first",
+                       shape=x.shape)
+
+
+class HardsigmoidFunction(Function):
+    name = "hardsigmoid"
+
+    def forward(self, x):
+        self.save_for_backward(x)
+        z = wide(x)
+        xp = get_array_module(z)
+        return (xp.minimum(xp.maximum(z + 3, 0), 6) / 6).astype(x.dtype, copy=False)
+
+    def backward(self, gy):
+        (x,) = self.saved_tensors
+        inside = const((x.data > -3) & (x.data < 3))  # 0 at +-3 (PyTorch)
+        return where(inside, gy * (1 / 6), 0.0)
+
+
+class HardswishFunction(Function):
+    name = "hardswish"
+
+    def forward(self, x):
+        self.save_for_backward(x)
+        z = wide(x)
+        xp = get_array_module(z)
+        return (z * xp.minimum(xp.maximum(z + 3, 0), 6) / 6).astype(x.dtype, copy=False)
+
+    def backward(self, gy):
+        (x,) = self.saved_tensors
+        # PyTorch: 0 for x <= -3, x / 3 + 1/2 inside, 1 for x >= 3
+        low, high = const(x.data <= -3), const(x.data >= 3)
+        return where(low, 0.0, where(high, gy, gy * (x * (1 / 3) + 0.5)))
+
+
+def hardsigmoid(x: Tensor) -> Tensor:
+    """``relu6(x + 3) / 6`` (floating input only); gradient 1/6 strictly inside (-3, 3)."""
+    check_floating("hardsigmoid", x)
+    return HardsigmoidFunction.apply(x)
+
+
+def hardswish(x: Tensor) -> Tensor:
+    """``x * relu6(x + 3) / 6`` (floating input only), MobileNetV3's activation."""
+    check_floating("hardswish", x)
+    return HardswishFunction.apply(x)
+
+
+# --------------------------------------------------------------------------- mish, logsigmoid
+def _softplus_array(z):
+    """``log(1 + exp(z))`` of an array without overflow."""
+    xp = get_array_module(z)
+    return xp.maximum(z, 0) + xp.log1p(xp.exp(-xp.abs(z)))
+
+
+class MishFunction(Function):
+    name = "mish"
+
+    def forward(self, x):
+        self.save_for_backward(x)
+        z = wide(x)
+        return (z * get_array_module(z).tanh(_softplus_array(z))).astype(x.dtype, copy=False)
+
+    def backward(self, gy):
+        (x,) = self.saved_tensors
+        if fast_backward():
+            z = wide(x.data)
+            t = get_array_module(z).tanh(_softplus_array(z))
+            d = t + z * sigmoid_array(z) * (1 - t * t)
+            return const(gy.data * d.astype(gy.dtype, copy=False))
+        t = tanh(softplus(x))
+        return gy * (t + x * sigmoid(x) * (1 - t * t))
+
+
+class LogSigmoidFunction(Function):
+    name = "logsigmoid"
+
+    def forward(self, x):
+        self.save_for_backward(x)
+        z = wide(x)
+        return (-_softplus_array(-z)).astype(x.dtype, copy=False)
+
+    def backward(self, gy):
+        (x,) = self.saved_tensors
+        if fast_backward():
+            s = sigmoid_array(-wide(x.data))
+            return const(gy.data * s.astype(gy.dtype, copy=False))
+        return gy * sigmoid(-x)
+
+
+def mish(x: Tensor) -> Tensor:
+    """``x * tanh(softplus(x))`` (floating input only)."""
+    check_floating("mish", x)
+    return MishFunction.apply(x)
+
+
+def logsigmoid(x: Tensor) -> Tensor:
+    """``log(sigmoid(x)) = -softplus(-x)``, computed without overflow (floating input only)."""
+    check_floating("logsigmoid", x)
+    return LogSigmoidFunction.apply(x)

@@ -1,4 +1,5 @@
-"""Convolutions: conv1d, conv2d, conv_transpose2d (NCHW, PyTorch weight layouts).
+"""Convolutions: conv1d, conv2d, conv_transpose2d (NCHW, PyTorch weight layouts), and the
+sliding-block rearrangements unfold (im2col) and fold (col2im), each the other's adjoint.
 
 Each convolution is im2col + ONE GEMM (the array kernels live in ``_conv_kernels``). Gradients
 are three mutually adjoint ops, each the backward of the others, so double backward works with
@@ -16,20 +17,22 @@ backend sets the size limit); it is freed with the rest of the graph.
 
 from __future__ import annotations
 
+from .._backend import casts, get_array_module
+from .._backend.dtypes import int64
 from ..core.function import Function
 from ..core.modes import grad_enabled
 from ..core.tensor import Tensor
 from ._conv_kernels import conv_bias_grad, conv_data_grad, conv_forward, conv_weight_grad
-from ._utils import const, fast_backward, op_error, refuse_bool_product
+from ._utils import acc_dtype, const, fast_backward, op_error, refuse_bool_product
 from .shape import pad
 
-__all__ = ["conv1d", "conv2d", "conv_transpose2d"]
+__all__ = ["conv1d", "conv2d", "conv_transpose2d", "fold", "unfold"]
 
 
 # ----------------------------------------------------------------------------- Functions
-def _bias_grad(gy):
+def _bias_grad(gy, shared=None):
     # A fused array reduction unless the backward is itself recorded (create_graph=True).
-    return const(conv_bias_grad(gy.data)) if fast_backward() else gy.sum((0, 2, 3))
+    return const(conv_bias_grad(gy.data, shared)) if fast_backward() else gy.sum((0, 2, 3))
 
 
 class Conv2dFunction(Function):
@@ -47,13 +50,14 @@ class Conv2dFunction(Function):
         x, w = saved[:2]
         cols = saved[2].data if len(saved) > 2 else None
         need_x, need_w, need_b = self.needs_input_grad
-        # Both gradient GEMMs read gy in the same layout: build it once.
-        shared = {} if need_x and need_w else None
+        # The gradients read gy in the same layout (and, for float16/bfloat16 on the CPU, in
+        # float32): build it once.
+        shared = {} if need_x + need_w + need_b > 1 else None
         gx = (Conv2dBackwardData.apply(gy, w, None, out_hw=x.shape[2:], shared=shared,
                                        **self.cfg) if need_x else None)
         gw = (Conv2dBackwardFilter.apply(x, gy, w_shape=w.shape, cols=cols, shared=shared,
                                          **self.cfg) if need_w else None)
-        return gx, gw, _bias_grad(gy) if need_b else None
+        return gx, gw, _bias_grad(gy, shared) if need_b else None
 
 
 class ConvTranspose2dFunction(Function):
@@ -282,3 +286,125 @@ def conv_transpose2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stri
                        input=x.shape, weight=weight.shape, padding=padding)
     return ConvTranspose2dFunction.apply(x, weight, bias, stride=stride, padding=padding,
                                  dilation=dilation, groups=groups, out_hw=out_hw)
+
+
+# ----------------------------------------------------------------------------- unfold / fold
+def _window_slices(geo):
+    """Per kernel offset (i, j): the slice of the padded (N, C, Hp, Wp) input it covers."""
+    (kh, kw), (dh, dw), (sh, sw), (oh, ow) = geo["kernel"], geo["dilation"], geo["stride"], \
+        geo["out_hw"]
+    for i in range(kh):
+        for j in range(kw):
+            yield (slice(None), slice(None), slice(i * dh, i * dh + sh * (oh - 1) + 1, sh),
+                   slice(j * dw, j * dw + sw * (ow - 1) + 1, sw))
+
+
+class UnfoldFunction(Function):
+    """im2col: ``(N, C, H, W) -> (N, C*kh*kw, OH*OW)``, row ``c*kh*kw + i*kw + j``."""
+
+    name = "unfold"
+
+    def forward(self, x, geo):
+        self.geo = geo
+        xp = get_array_module(x)
+        n, c, h, w = x.shape
+        (ph, pw), (kh, kw), (oh, ow) = geo["padding"], geo["kernel"], geo["out_hw"]
+        xpad = x
+        if ph or pw:
+            xpad = xp.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=x.dtype)
+            xpad[:, :, ph:ph + h, pw:pw + w] = x
+        cols = xp.empty((n, c, kh * kw, oh, ow), dtype=x.dtype)
+        for k, sl in enumerate(_window_slices(geo)):
+            cols[:, :, k] = xpad[sl]
+        return cols.reshape(n, c * kh * kw, oh * ow)
+
+    def backward(self, gy):
+        return FoldFunction.apply(gy, geo=self.geo)
+
+
+class FoldFunction(Function):
+    """col2im, the adjoint of :class:`UnfoldFunction`: overlapping entries are summed (in
+    float32 for float16/bfloat16, rounded once)."""
+
+    name = "fold"
+
+    def forward(self, cols, geo):
+        self.geo = geo
+        xp = get_array_module(cols)
+        (h, w), (ph, pw), (kh, kw), (oh, ow) = geo["in_hw"], geo["padding"], geo["kernel"], \
+            geo["out_hw"]
+        n = cols.shape[0]
+        c = cols.shape[1] // (kh * kw)
+        acc = int64 if cols.dtype.kind in "biu" else acc_dtype(cols.dtype)
+        blocks = casts.to_dtype(cols, acc).reshape(n, c, kh * kw, oh, ow)
+        out = xp.zeros((n, c, h + 2 * ph, w + 2 * pw), dtype=acc)
+        for k, sl in enumerate(_window_slices(geo)):
+            out[sl] += blocks[:, :, k]
+        out = out[:, :, ph:ph + h, pw:pw + w]
+        if cols.dtype.kind == "b":
+            return out != 0
+        return casts.to_dtype(xp.ascontiguousarray(out), cols.dtype)
+
+    def backward(self, gy):
+        return UnfoldFunction.apply(gy, geo=self.geo)
+
+
+def _fold_geometry(op, in_hw, kernel_size, dilation, padding, stride):
+    geo = {"in_hw": tuple(in_hw)}
+    for key, v, low in (("kernel", kernel_size, 1), ("dilation", dilation, 1),
+                        ("padding", padding, 0), ("stride", stride, 1)):
+        t = _tuple(v, 2, op, key if key != "kernel" else "kernel_size")
+        if min(t) < low:
+            raise op_error(op, f"{key} must be >= {low}", **{key: v})
+        geo[key] = t
+    geo["out_hw"] = tuple(
+        (i + 2 * p - d * (k - 1) - 1) // s + 1 for i, k, d, p, s in zip(
+            in_hw, geo["kernel"], geo["dilation"], geo["padding"], geo["stride"]))
+    if min(geo["out_hw"]) < 1:
+        raise op_error(op, f"the sliding blocks do not fit: {geo['out_hw']} blocks per axis "
+                       "(the dilated kernel is larger than the padded input)",
+                       size=tuple(in_hw), kernel_size=geo["kernel"], padding=geo["padding"])
+    return geo
+
+
+def unfold(x: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """Extract sliding blocks (``F.unfold``, im2col): ``(N, C, H, W)`` (or unbatched
+    ``(C, H, W)``) to ``(N, C*kh*kw, L)``, one column per block position (``L = OH*OW``).
+    Each of ``kernel_size``, ``dilation``, ``padding`` (zeros) and ``stride`` is an int or a
+    pair. The gradient is :func:`fold` of the output gradient."""
+    if x.ndim not in (3, 4):
+        raise op_error("unfold", "expects (N, C, H, W) or unbatched (C, H, W) input",
+                       shape=x.shape)
+    if x.ndim == 3:
+        y = unfold(x.reshape((1,) + x.shape), kernel_size, dilation, padding, stride)
+        return y.reshape(y.shape[1:])
+    geo = _fold_geometry("unfold", x.shape[2:], kernel_size, dilation, padding, stride)
+    return UnfoldFunction.apply(x, geo=geo)
+
+
+def fold(x: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """Combine sliding blocks into a tensor (``F.fold``, col2im), the adjoint of
+    :func:`unfold`: ``(N, C*kh*kw, L)`` (or unbatched ``(C*kh*kw, L)``) to
+    ``(N, C, *output_size)``, summing where blocks overlap. ``L`` must be the number of
+    blocks that fit in ``output_size`` with the given geometry."""
+    if x.ndim not in (2, 3):
+        raise op_error("fold", "expects (N, C*kh*kw, L) or unbatched (C*kh*kw, L) input",
+                       shape=x.shape)
+    if x.ndim == 2:
+        return fold(x.reshape((1,) + x.shape), output_size, kernel_size, dilation, padding,
+                    stride).reshape((x.shape[0] // _kernel_area(kernel_size),)
+                                    + _tuple(output_size, 2, "fold", "output_size"))
+    size = _tuple(output_size, 2, "fold", "output_size")
+    geo = _fold_geometry("fold", size, kernel_size, dilation, padding, stride)
+    area = geo["kernel"][0] * geo["kernel"][1]
+    blocks = geo["out_hw"][0] * geo["out_hw"][1]
+    if x.shape[1] % area or x.shape[2] != blocks:
+        raise op_error("fold", f"expects (N, C*{area}, {blocks}) input: C*kh*kw rows and one "
+                       "column per block that fits in output_size", shape=x.shape,
+                       output_size=size, kernel_size=geo["kernel"])
+    return FoldFunction.apply(x, geo=geo)
+
+
+def _kernel_area(kernel_size):
+    k = _tuple(kernel_size, 2, "fold", "kernel_size")
+    return k[0] * k[1]

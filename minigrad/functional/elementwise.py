@@ -1,9 +1,11 @@
 """Elementwise arithmetic, selection and comparison.
 
 Arithmetic: ``add``, ``sub``, ``mul``, ``div``, ``neg``, ``pow``, ``square``, ``sqrt``, ``rsqrt``,
-``reciprocal``, ``abs``, ``sign``, and the fused ``addcmul``/``addcdiv``. Selection: ``maximum``,
-``minimum``, ``clip``, ``where``. Comparison and logic (bool results, no gradient): ``equal``,
-``less``, ..., ``logical_and``/``or``/``not``, ``isfinite``/``isnan``/``isinf``. Exponentials,
+``reciprocal``, ``abs``, ``sign``, ``copysign``, ``fmod``/``remainder``, ``hypot``, ``lerp``, and
+the fused ``addcmul``/``addcdiv``. Rounding (gradient 0; integers kept): ``floor``, ``ceil``,
+``trunc``, ``round``. Selection: ``maximum``, ``minimum``, ``clip``, ``where``. Comparison and
+logic (bool results, no gradient): ``equal``, ``less``, ..., ``logical_and``/``or``/``xor``/``not``,
+``isfinite``/``isnan``/``isinf``. Exponentials,
 logarithms, trigonometric and error functions are in ``transcendental``; activations in
 ``activation``.
 
@@ -17,6 +19,7 @@ by hand). Broadcast gradients are summed back to each input's shape. Backward pa
 from __future__ import annotations
 
 import math
+import operator
 
 from .._backend import get_array_module, kernels
 from .._backend.dtypes import float32
@@ -37,6 +40,7 @@ from ._utils import (
     scalar_like,
     shape_of,
     sum_to_shape,
+    wide,
 )
 
 __all__ = [
@@ -44,19 +48,26 @@ __all__ = [
     "add",
     "addcdiv",
     "addcmul",
+    "ceil",
     "clip",
+    "copysign",
     "div",
     "equal",
+    "floor",
+    "fmod",
     "greater",
     "greater_equal",
+    "hypot",
     "isfinite",
     "isinf",
     "isnan",
+    "lerp",
     "less",
     "less_equal",
     "logical_and",
     "logical_not",
     "logical_or",
+    "logical_xor",
     "maximum",
     "minimum",
     "mul",
@@ -64,11 +75,14 @@ __all__ = [
     "not_equal",
     "pow",
     "reciprocal",
+    "remainder",
+    "round",
     "rsqrt",
     "sign",
     "sqrt",
     "square",
     "sub",
+    "trunc",
     "where",
 ]
 
@@ -84,14 +98,21 @@ def _pair(a, b):
     return a, b
 
 
+# The array formulas go through the backend's elementwise entry point: on the CPU it computes
+# float16/bfloat16 in float32 and rounds once (``_backend/lowp_cpu.py``), and it types a Python
+# number after a bfloat16 partner, as ``_pair`` does.
+_binop = kernels.binary
+_add, _sub, _mul, _truediv, _pow, _neg = (operator.add, operator.sub, operator.mul,
+                                          operator.truediv, operator.pow, operator.neg)
+
+
 # --------------------------------------------------------------------------- arithmetic
 class Add(Function):
     name = "add"
     promote = "common"
 
     def forward(self, a, b):
-        a, b = _pair(a, b)
-        return a + b
+        return _binop(_add, a, b)
 
     def backward(self, gy):
         a, b = self.inputs
@@ -105,8 +126,7 @@ class Sub(Function):
     promote = "common"
 
     def forward(self, a, b):
-        a, b = _pair(a, b)
-        return a - b
+        return _binop(_sub, a, b)
 
     def backward(self, gy):
         a, b = self.inputs
@@ -120,9 +140,8 @@ class Mul(Function):
     promote = "common"
 
     def forward(self, a, b):
-        a, b = _pair(a, b)
         self.save_for_backward(a, b)
-        return a * b
+        return _binop(_mul, a, b)
 
     def backward(self, gy):
         na, nb = self.needs_input_grad
@@ -136,9 +155,8 @@ class Div(Function):
     promote = "float"
 
     def forward(self, a, b):
-        a, b = _pair(a, b)
         self.save_for_backward(a, b)
-        return a / b
+        return _binop(_truediv, a, b)
 
     def backward(self, gy):
         a, b = self.saved_tensors
@@ -152,7 +170,7 @@ class Neg(Function):
     name = "neg"
 
     def forward(self, x):
-        return -x
+        return kernels.unary(_neg, x)
 
     def backward(self, gy):
         return -gy
@@ -180,8 +198,10 @@ class Pow(Function):
     promote = "common"
 
     def forward(self, a, b):
-        a, b = _pair(a, b)
-        y = _int_pow(a, b) if _int_array(b) and (_int_array(a) or type(a) is int) else a ** b
+        if _int_array(b) and (_int_array(a) or type(a) is int):
+            y = _int_pow(a, b)
+        else:
+            y = _binop(_pow, a, b)
         self.save_for_backward(a, b, y)
         return y
 
@@ -276,7 +296,7 @@ class Sqrt(Function):
     promote = "float"
 
     def forward(self, x):
-        y = get_array_module(x).sqrt(x)
+        y = kernels.unary(get_array_module(x).sqrt, x)
         self.save_for_backward(y)
         return y
 
@@ -291,7 +311,7 @@ class Rsqrt(Function):
 
     def forward(self, x):
         xp = get_array_module(x)
-        y = xp.reciprocal(xp.sqrt(x))
+        y = kernels.unary(lambda v: xp.reciprocal(xp.sqrt(v)), x)
         self.save_for_backward(y)
         return y
 
@@ -305,7 +325,7 @@ class Square(Function):
 
     def forward(self, x):
         self.save_for_backward(x)
-        return x * x
+        return _binop(_mul, x, x)
 
     def backward(self, gy):
         (x,) = self.saved_tensors
@@ -389,15 +409,17 @@ class Maximum(Function):
     def forward(self, a, b):
         a, b = _pair(a, b)
         self.save_for_backward(a, b)
-        return getattr(get_array_module(a if hasattr(a, "dtype") else b), self._pick)(a, b)
+        xp = get_array_module(a if hasattr(a, "dtype") else b)
+        return _binop(getattr(xp, self._pick), a, b)
 
     def backward(self, gy):
         a, b = self.saved_tensors
         na, nb = self.needs_input_grad
         a_, b_ = getattr(a, "data", a), getattr(b, "data", b)
         # Share of the gradient that goes to ``a``: 1 where it wins, 1/2 on ties (PyTorch).
-        wins = (a_ > b_) if self._pick == "maximum" else (a_ < b_)
-        share = const(get_array_module(gy.data).asarray(wins + 0.5 * (a_ == b_), gy.dtype))
+        wins = _binop(operator.gt if self._pick == "maximum" else operator.lt, a_, b_)
+        share = const(get_array_module(gy.data).asarray(wins + 0.5 * _binop(operator.eq, a_, b_),
+                                                        gy.dtype))
         return (sum_to_shape(gy * share, a.shape) if na else None,
                 sum_to_shape(gy * (1 - share), b.shape) if nb else None)
 
@@ -418,9 +440,10 @@ class Clip(Function):
     def backward(self, gy):
         (x,) = self.saved_tensors
         x = x.data
-        keep = None if self.lower is None else x >= self.lower
+        keep = None if self.lower is None else _binop(operator.ge, x, self.lower)
         if self.upper is not None:
-            keep = (x <= self.upper) if keep is None else keep & (x <= self.upper)
+            below = _binop(operator.le, x, self.upper)
+            keep = below if keep is None else keep & below
         if fast_backward():
             return const(gy.data * keep)
         return gy * const(keep.astype(gy.dtype))
@@ -540,9 +563,9 @@ class _NoGrad(Function):
 def _compare(name, ufunc):
     class Compare(_NoGrad):
         def forward(self, a, b):
-            a, b = _pair(a, b)
             try:
-                return getattr(get_array_module(a if hasattr(a, "dtype") else b), ufunc)(a, b)
+                xp = get_array_module(a if hasattr(a, "dtype") else b)
+                return _binop(getattr(xp, ufunc), a, b)
             except ValueError:
                 # The logical ops promote nothing, so Function.apply's broadcast message (for
                 # promoting ops) does not reach them: name the op and both shapes here.
@@ -559,7 +582,7 @@ def _compare(name, ufunc):
 def _unary_test(name, ufunc):
     class Test(_NoGrad):
         def forward(self, x):
-            return getattr(get_array_module(x), ufunc)(x)
+            return kernels.unary(getattr(get_array_module(x), ufunc), x)
 
     Test.name = name
     Test.__name__ = Test.__qualname__ = "".join(p.title() for p in name.split("_"))
@@ -638,3 +661,249 @@ def isnan(x: Tensor) -> Tensor:
 def isinf(x: Tensor) -> Tensor:
     """True where ``x`` is +inf or -inf."""
     return IsInf.apply(x)
+
+
+# --------------------------------------------------------------------------- rounding
+class _Rounding(Function):
+    """Base of ``floor``/``ceil``/``trunc``/``round``: an integer input is returned as it is
+    (PyTorch keeps its dtype); the gradient is zero everywhere (PyTorch's), a constant, so
+    higher derivatives are zero too."""
+
+    def forward(self, x, decimals=0):
+        if x.dtype.kind in "iu":
+            return x.copy()
+        return self.f(get_array_module(x), x, decimals)
+
+    def backward(self, gy):
+        return const(get_array_module(gy.data).zeros_like(gy.data))
+
+
+class Floor(_Rounding):
+    name = "floor"
+    f = staticmethod(lambda xp, x, d: xp.floor(x))
+
+
+class Ceil(_Rounding):
+    name = "ceil"
+    f = staticmethod(lambda xp, x, d: xp.ceil(x))
+
+
+class Trunc(_Rounding):
+    name = "trunc"
+    f = staticmethod(lambda xp, x, d: xp.trunc(x))
+
+
+class Round(_Rounding):
+    name = "round"
+    # rint rounds half to even, as PyTorch; with decimals both scale by 10**decimals, round
+    # half to even and scale back.
+    f = staticmethod(lambda xp, x, d: xp.rint(x) if d == 0 else xp.round(x, d))
+
+
+def _rounding(cls, x, decimals=0):
+    if x.dtype.kind == "b":
+        raise op_error(cls.name, "is not defined for a bool tensor (as in PyTorch); cast it "
+                       "first", shape=x.shape)
+    return cls.apply(x, decimals=decimals)
+
+
+def floor(x: Tensor) -> Tensor:
+    """Largest integer not above ``x`` (integer input is returned unchanged; gradient 0)."""
+    return _rounding(Floor, x)
+
+
+def ceil(x: Tensor) -> Tensor:
+    """Smallest integer not below ``x`` (integer input is returned unchanged; gradient 0)."""
+    return _rounding(Ceil, x)
+
+
+def trunc(x: Tensor) -> Tensor:
+    """``x`` rounded toward zero (integer input is returned unchanged; gradient 0)."""
+    return _rounding(Trunc, x)
+
+
+def round(x: Tensor, *, decimals: int = 0) -> Tensor:  # noqa: A001 - PyTorch's name
+    """``x`` rounded to ``decimals`` decimal places, halves to even (``round(2.5) == 2``), as
+    ``torch.round``; integer input is returned unchanged (``decimals=0`` only); gradient 0."""
+    if decimals != 0 and x.dtype.kind in "iu":
+        raise op_error("round", "decimals is not supported for an integer tensor (as in "
+                       "PyTorch); cast it to a float dtype first", dtype=x.dtype)
+    return _rounding(Round, x, int(decimals))
+
+
+# --------------------------------------------------------------------------- sign, modulo, hypot
+def _integral(v) -> bool:
+    """An integer/bool array or Python int/bool (the operands integer division refuses 0 for)."""
+    return v.dtype.kind in "biu" if hasattr(v, "dtype") else not isinstance(v, float)
+
+
+class Copysign(Function):
+    name = "copysign"
+    promote = "float"  # integers give float32, as in PyTorch
+
+    def forward(self, a, b):
+        a, b = _pair(a, b)
+        y = get_array_module(a if hasattr(a, "dtype") else b).copysign(a, b)
+        self.save_for_backward(a, y)
+        return y
+
+    def backward(self, gy):
+        a, y = self.saved_tensors
+        if not self.needs_input_grad[0]:
+            return None, None
+        # d/da copysign(a, b) = y / a, +-1, and 0 at a == 0 (PyTorch); none for b.
+        ad, yd = a.data, y.data
+        xp = get_array_module(ad)
+        ratio = xp.where(ad == 0, 0, xp.sign(yd) * xp.sign(ad)).astype(gy.dtype, copy=False)
+        return sum_to_shape(gy * const(ratio), a.shape), None
+
+
+class Fmod(Function):
+    name = "fmod"
+    promote = "common"
+    ufunc = "fmod"
+    quotient = "trunc"  # d/db fmod(a, b) = -trunc(a / b)
+
+    def forward(self, a, b):
+        a, b = _pair(a, b)
+        xp = get_array_module(a if hasattr(a, "dtype") else b)
+        if _integral(a) and _integral(b) and bool((xp.asarray(b) == 0).any()):
+            raise ZeroDivisionError(f"{self.name}: integer division by zero (PyTorch raises "
+                                    "too); use a float tensor to get NaN instead")
+        self.save_for_backward(a, b)
+        return getattr(xp, self.ufunc)(a, b)
+
+    def backward(self, gy):
+        a, b = self.saved_tensors
+        na, nb = self.needs_input_grad
+        ga = sum_to_shape(gy, shape_of(a)) if na else None
+        gb = None
+        if nb:
+            ad, bd = getattr(a, "data", a), b.data
+            xp = get_array_module(bd)
+            q = xp.trunc(ad / bd) if self.quotient == "trunc" else xp.floor_divide(ad, bd)
+            gb = sum_to_shape(gy * const(-xp.asarray(q, dtype=gy.dtype)), b.shape)
+        return ga, gb
+
+
+class Remainder(Fmod):
+    name = "remainder"
+    ufunc = "remainder"
+    quotient = "floor"  # d/db remainder(a, b) = -floor(a / b)
+
+
+class Hypot(Function):
+    name = "hypot"
+    promote = "common"
+
+    def forward(self, a, b):
+        a, b = _pair(a, b)
+        y = get_array_module(a if hasattr(a, "dtype") else b).hypot(a, b)
+        self.save_for_backward(a, b, y)
+        return y
+
+    def backward(self, gy):
+        a, b, y = self.saved_tensors
+        na, nb = self.needs_input_grad
+        # a / y and b / y; 0 at the origin (norm's subgradient there) instead of PyTorch's
+        # 0/0 = NaN, which would make a GradScaler skip every step.
+        r = gy / where(const(y.data == 0), math.inf, y)
+        return (sum_to_shape(r * a, shape_of(a)) if na else None,
+                sum_to_shape(r * b, shape_of(b)) if nb else None)
+
+
+def _refuse_bool_pair(op, a, b):
+    def is_bool(v):
+        return isinstance(v, bool) or isinstance(v, Tensor) and v.dtype.kind == "b"
+
+    if is_bool(a) and is_bool(b):
+        raise op_error(op, "is not defined for two bool operands (as in PyTorch); cast one "
+                       "to an integer or float dtype first")
+
+
+def _floating_operands(op, *xs):
+    """Refuse what PyTorch's float-only kernels refuse: no floating Tensor or Python float
+    among the operands (an integer result would be truncated)."""
+    if not any(isinstance(x, float) or isinstance(x, Tensor) and x.dtype.kind in "fV"
+               for x in xs):
+        raise op_error(op, "expects a floating tensor; cast it first, e.g. x.astype('float32')",
+                       dtypes=tuple(str(getattr(x, "dtype", type(x).__name__)) for x in xs))
+
+
+def copysign(input, other) -> Tensor:
+    """``|input|`` with the sign of ``other`` (broadcasting; integers give float32, as in
+    PyTorch). The gradient is ``+-1`` for ``input`` (0 where it is 0) and none for ``other``."""
+    return _binary(Copysign, input, other)
+
+
+def fmod(input, other) -> Tensor:
+    """C-style remainder ``input - trunc(input / other) * other``: the sign of ``input``
+    (``torch.fmod``). Integer division by zero raises ZeroDivisionError; floats give NaN."""
+    _refuse_bool_pair("fmod", input, other)
+    return _binary(Fmod, input, other)
+
+
+def remainder(input, other) -> Tensor:
+    """Python-style modulo ``input - floor(input / other) * other``: the sign of ``other``
+    (``torch.remainder``, Python's ``%``). Integer division by zero raises ZeroDivisionError."""
+    _refuse_bool_pair("remainder", input, other)
+    return _binary(Remainder, input, other)
+
+
+def hypot(input, other) -> Tensor:
+    """``sqrt(input**2 + other**2)`` without intermediate overflow (broadcasting; floating
+    inputs only, as in PyTorch). The gradient at the origin is 0."""
+    _floating_operands("hypot", input, other)
+    return _binary(Hypot, input, other)
+
+
+# --------------------------------------------------------------------------- lerp
+class Lerp(Function):
+    name = "lerp"
+    promote = "common"
+
+    def forward(self, start, end, weight):
+        xp = get_array_module(start)
+        self.save_for_backward(start, end, weight)
+        dtype = xp.result_type(*[a for a in (start, end, weight) if hasattr(a, "dtype")])
+        # float16/bfloat16 in float32, rounded once (PyTorch's opmath); PyTorch's two-sided
+        # formula, exact at weight 0 and at weight 1.
+        s, e = wide(start), wide(end)
+        diff = e - s
+        if hasattr(weight, "dtype"):
+            w = wide(weight)
+            y = xp.where(xp.abs(w) < 0.5, s + w * diff, e - diff * (1 - w))
+        elif abs(weight) < 0.5:
+            y = s + weight * diff
+        else:
+            y = e - diff * (1 - weight)
+        return y.astype(dtype, copy=False)
+
+    def backward(self, gy):
+        start, end, weight = self.saved_tensors
+        ns, ne, nw = self.needs_input_grad
+        return (sum_to_shape(gy * (1 - weight), start.shape) if ns else None,
+                sum_to_shape(gy * weight, end.shape) if ne else None,
+                sum_to_shape(gy * (end - start), weight.shape) if nw else None)
+
+
+def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
+    """Linear interpolation ``input + weight * (end - input)`` (``torch.lerp``), broadcasting;
+    ``weight`` is a Python number or a Tensor. Floating inputs only, as in PyTorch."""
+    input, end = as_operand(input, "lerp"), as_operand(end, "lerp")
+    weight = as_operand(weight, "lerp")
+    for name, v in (("input", input), ("end", end), ("weight", weight)):
+        if isinstance(v, Tensor) and v.dtype.kind not in "fV" or \
+                not isinstance(v, Tensor) and name != "weight":
+            raise op_error("lerp", f"{name} must be a floating tensor"
+                           + ("" if name == "weight" else " (weight may be a Python number)"),
+                           **{name: getattr(v, "dtype", type(v).__name__)})
+    return Lerp.apply(input, end, weight)
+
+
+LogicalXor = _compare("logical_xor", "logical_xor")
+
+
+def logical_xor(a, b) -> Tensor:
+    """Elementwise logical exclusive or (nonzero is true), as a bool Tensor."""
+    return _binary(LogicalXor, a, b)

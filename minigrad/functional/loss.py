@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 import warnings
 
+import numpy as np
+
 from .._backend import get_array_module
 from .._backend.dtypes import float32, float64, is_floating
 from .._backend.indexing import host_checks
@@ -20,12 +22,12 @@ from ..core.tensor import Tensor
 from ._axes import check_axis
 from ._array_backward import ArrayBackward, run_array_backward, sum_to_array
 from ._utils import (acc_dtype, broadcast_shape, check_floating, const, fast_backward, op_error,
-                     sum_to_shape)
+                     scatter_add_flat, sum_to_shape)
 from .activation import log_softmax
 
 __all__ = [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "cosine_similarity",
-    "cross_entropy", "kl_div", "l1_loss", "mse_loss", "nll_loss", "smooth_l1_loss",
+    "cross_entropy", "ctc_loss", "kl_div", "l1_loss", "mse_loss", "nll_loss", "smooth_l1_loss",
 ]
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -723,3 +725,201 @@ def cosine_similarity(a: Tensor, b: Tensor, axis: int = 1, eps: float = 1e-8, *,
                                                                 b.shape)
     axis = check_axis(axis, len(shape), "cosine_similarity")
     return CosineSimilarity.apply(a, b, axis=axis, eps=eps)
+
+
+# --------------------------------------------------------------------------- CTC
+def _logaddexp(xp, *terms):
+    """``log(sum(exp(terms)))`` elementwise; -inf (no NaN) where every term is -inf."""
+    m = terms[0]
+    for t in terms[1:]:
+        m = xp.maximum(m, t)
+    base = xp.where(m == -math.inf, 0.0, m)
+    total = xp.exp(terms[0] - base)
+    for t in terms[1:]:
+        total += xp.exp(t - base)
+    with np.errstate(divide="ignore"):
+        return xp.log(total) + base
+
+
+def _shift(xp, a, k, fill):
+    """``a`` moved ``k`` places along its last axis (right for k > 0), ``fill`` shifted in."""
+    out = xp.full(a.shape, fill, dtype=a.dtype)
+    if k > 0:
+        out[..., k:] = a[..., :-k]
+    else:
+        out[..., :k] = a[..., -k:]
+    return out
+
+
+class CTCLossFunction(Function):
+    """The negative log-likelihood of each target under all its CTC alignments: the forward
+    (alpha) recursion in log space over the extended label sequence (a blank between labels
+    and at both ends), vectorised over the batch; backward runs the beta recursion and returns
+    minus each class's posterior occupancy, the exact gradient with respect to ``log_probs``."""
+
+    name = "ctc_loss"
+
+    def forward(self, lp, targets, in_lens, tgt_lens, blank, reduction, zero_infinity):
+        check_floating("ctc_loss", lp)
+        xp = get_array_module(lp)
+        acc = acc_dtype(lp.dtype)
+        n_t, n = lp.shape[:2]
+        s_max = targets.shape[1]
+        ext = xp.full((n, 2 * s_max + 1), blank, dtype=np.int64)
+        ext[:, 1::2] = targets
+        width = ext.shape[1]
+        pos = xp.arange(width)
+        valid = pos[None, :] < (2 * tgt_lens + 1)[:, None]
+        # a label may be reached from two places back unless it repeats the label there
+        skip = (pos[None, :] >= 2) & (ext != blank) & (ext != _shift(xp, ext, 2, blank))
+        emit = xp.take_along_axis(lp.astype(acc, copy=False),
+                                  xp.broadcast_to(ext[None], (n_t, n, width)), axis=2)
+        ninf = acc.type(-math.inf)
+        alpha = xp.full((n_t, n, width), ninf, dtype=acc)
+        if n_t:
+            start = valid & (pos[None, :] < 2)
+            alpha[0] = xp.where(start, emit[0], ninf)
+        for t in range(1, n_t):
+            prev = alpha[t - 1]
+            new = _logaddexp(xp, prev, _shift(xp, prev, 1, ninf),
+                             xp.where(skip, _shift(xp, prev, 2, ninf), ninf)) + emit[t]
+            new = xp.where(valid, new, ninf)
+            alpha[t] = xp.where((t < in_lens)[:, None], new, prev)  # frozen past the input
+        rows = xp.arange(n)
+        last = alpha[-1] if n_t else xp.full((n, width), ninf, dtype=acc)
+        end_blank = last[rows, 2 * tgt_lens]
+        end_label = xp.where(tgt_lens > 0, last[rows, xp.maximum(2 * tgt_lens - 1, 0)], ninf)
+        nll = -_logaddexp(xp, end_blank, end_label)
+        if n_t == 0 or not bool((in_lens > 0).all()):  # no frames: only an empty target fits
+            nll = xp.where(in_lens == 0, xp.where(tgt_lens == 0, 0.0, math.inf), nll)
+        self.dead = xp.isinf(nll) if zero_infinity else None
+        if zero_infinity:
+            nll = xp.where(self.dead, 0.0, nll).astype(acc, copy=False)
+        self.saved_state = (alpha, emit, ext, valid, skip, nll, in_lens, tgt_lens)
+        self.reduction, self.lp_meta = reduction, (lp.shape, lp.dtype)
+        if reduction == "none":
+            return nll
+        if reduction == "sum":
+            return nll.sum()
+        return (nll / xp.maximum(tgt_lens, 1).astype(acc)).mean()
+
+    def backward(self, gy):
+        return run_array_backward(CTCLossBackward, (gy,), self, state=self.saved_state,
+                                  dead=self.dead, reduction=self.reduction,
+                                  lp_meta=self.lp_meta)
+
+
+class CTCLossBackward(ArrayBackward):
+    name = "ctc_loss_backward"
+
+    def compute(self, gy, needs, state, dead, reduction, lp_meta):
+        alpha, emit, ext, valid, skip, nll, in_lens, tgt_lens = state
+        xp = get_array_module(alpha)
+        (n_t, n, n_c), dtype = lp_meta
+        width = ext.shape[1]
+        ninf = alpha.dtype.type(-math.inf)
+        rows, pos = xp.arange(n), xp.arange(width)
+        ends = valid & ((pos[None, :] == (2 * tgt_lens)[:, None])
+                        | (pos[None, :] == (2 * tgt_lens - 1)[:, None]))
+        skip_from = _shift(xp, skip, -2, False)  # s -> s + 2 allowed
+        occ = xp.zeros((n_t, n, width), dtype=alpha.dtype)
+        beta = xp.full((n, width), ninf, dtype=alpha.dtype)
+        scale = gy.astype(alpha.dtype) if reduction != "mean" else \
+            gy.astype(alpha.dtype) / (n * xp.maximum(tgt_lens, 1))
+        scale = xp.broadcast_to(scale, (n,))
+        finite = xp.isfinite(nll) if dead is None else ~dead
+        for t in range(n_t - 1, -1, -1):
+            nxt = _logaddexp(xp, beta, _shift(xp, beta, -1, ninf),
+                             xp.where(skip_from, _shift(xp, beta, -2, ninf), ninf)) + emit[t]
+            beta = xp.where((t == in_lens - 1)[:, None], xp.where(ends, emit[t], ninf),
+                            xp.where((t < in_lens - 1)[:, None] & valid, nxt, ninf))
+            # posterior occupancy of each extended position
+            occ[t] = xp.where(finite[:, None], xp.exp(alpha[t] + beta - emit[t] + nll[:, None]),
+                              0.0)
+        # minus the occupancy summed per class (the blank and repeated labels share a class)
+        lin = (xp.arange(n_t)[:, None, None] * n + rows[None, :, None]) * n_c + ext[None]
+        grad = scatter_add_flat(xp, n_t * n * n_c, xp.broadcast_to(lin, occ.shape),
+                                occ * -scale[None, :, None], alpha.dtype)
+        return (grad.reshape(n_t, n, n_c).astype(dtype, copy=False),)
+
+
+def _lengths(v, n, what):
+    if isinstance(v, Tensor):
+        v = v.data
+    arr = np.asarray(v.get() if hasattr(v, "get") else v)
+    if arr.dtype.kind not in "iu" and arr.size:
+        raise op_error("ctc_loss", f"{what} must be integers", **{what: arr.dtype})
+    arr = arr.astype(np.int64).reshape(-1)
+    if arr.size != n:
+        raise op_error("ctc_loss", f"{what} must have one entry per batch element",
+                       **{f"{what}_shape": arr.shape, "batch": n})
+    return arr
+
+
+def ctc_loss(log_probs: Tensor, targets, input_lengths, target_lengths, blank: int = 0,
+             reduction: str = "mean", zero_infinity: bool = False) -> Tensor:
+    """Connectionist temporal classification loss (``F.ctc_loss``).
+
+    Args:
+        log_probs: ``(T, N, C)`` (or unbatched ``(T, C)``) log-probabilities, e.g. a
+            ``log_softmax`` over C.
+        targets: ``(N, S)`` padded label indices, or all targets concatenated (1-D); never
+            ``blank``.
+        input_lengths, target_lengths: ``(N,)`` integers (Tensors, sequences or ints).
+        blank: the blank class.
+        reduction: ``"mean"`` (each loss divided by its target length, then averaged),
+            ``"sum"`` or ``"none"``.
+        zero_infinity: impossible alignments give 0 (and no gradient) instead of inf.
+
+    Returns:
+        The loss in float32 (float64 for float64 input). Its gradient is the exact derivative
+        with respect to ``log_probs`` (PyTorch's is the gradient through a ``log_softmax``
+        over C, which equals it only once that log_softmax is differentiated too).
+    """
+    _check_reduction("ctc_loss", reduction)
+    if log_probs.ndim == 2:  # unbatched: one sequence, a 0-d loss for every reduction
+        t = targets.data if isinstance(targets, Tensor) else targets
+        t = np.asarray(t.get() if hasattr(t, "get") else t)
+        tgt_len = _lengths(target_lengths, 1, "target_lengths")
+        loss = ctc_loss(log_probs.reshape((log_probs.shape[0], 1, log_probs.shape[1])),
+                        t.reshape((1, -1)), _lengths(input_lengths, 1, "input_lengths"),
+                        tgt_len, blank, "none", zero_infinity).reshape(())
+        return loss / max(int(tgt_len[0]), 1) if reduction == "mean" else loss
+    if log_probs.ndim != 3:
+        raise op_error("ctc_loss", "log_probs must be (T, N, C) or unbatched (T, C)",
+                       shape=log_probs.shape)
+    n_t, n, n_c = log_probs.shape
+    if not 0 <= blank < n_c:
+        raise op_error("ctc_loss", f"blank must be in [0, {n_c})", blank=blank)
+    in_lens = _lengths(input_lengths, n, "input_lengths")
+    tgt_lens = _lengths(target_lengths, n, "target_lengths")
+    t = targets.data if isinstance(targets, Tensor) else targets
+    t = np.asarray(t.get() if hasattr(t, "get") else t)
+    if t.dtype.kind not in "iu" and t.size:
+        raise op_error("ctc_loss", "targets must be integers", dtype=t.dtype)
+    t = t.astype(np.int64)
+    if t.ndim == 1:  # concatenated: cut per sample
+        if t.size != tgt_lens.sum():
+            raise op_error("ctc_loss", "1-D targets must hold sum(target_lengths) labels",
+                           targets=t.shape, total=int(tgt_lens.sum()))
+        padded = np.full((n, int(tgt_lens.max(initial=0))), blank, dtype=np.int64)
+        for i, (a, b) in enumerate(zip(np.cumsum(tgt_lens) - tgt_lens, tgt_lens)):
+            padded[i, :b] = t[a:a + b]
+        t = padded
+    elif t.ndim != 2 or t.shape[0] != n:
+        raise op_error("ctc_loss", "targets must be (N, S) or 1-D", targets=t.shape, batch=n)
+    if (in_lens < 0).any() or (in_lens > n_t).any():
+        raise op_error("ctc_loss", f"input_lengths must be in [0, T={n_t}]",
+                       input_lengths=in_lens.tolist())
+    if (tgt_lens < 0).any() or (tgt_lens > t.shape[1]).any():
+        raise op_error("ctc_loss", f"target_lengths must be in [0, S={t.shape[1]}]",
+                       target_lengths=tgt_lens.tolist())
+    used = np.arange(t.shape[1])[None, :] < tgt_lens[:, None]
+    if ((t < 0) | (t >= n_c) | (t == blank))[used].any():
+        raise op_error("ctc_loss", f"targets must be classes in [0, {n_c}) other than the "
+                       f"blank ({blank})")
+    xp = get_array_module(log_probs.data)
+    t = xp.asarray(np.where(used, t, blank))
+    return CTCLossFunction.apply(log_probs, targets=t, in_lens=xp.asarray(in_lens),
+                                 tgt_lens=xp.asarray(tgt_lens), blank=int(blank),
+                                 reduction=reduction, zero_infinity=bool(zero_infinity))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import string
 
-from .._backend import get_array_module, kernels
+from .._backend import casts, get_array_module, kernels
 from .._backend.dtypes import float32, int64, is_low_precision, widest_float
 from ..core.function import Function
 from ..core.tensor import Tensor
@@ -124,12 +124,24 @@ class LinearFunction(Function):
         if bias is not None and bias.shape != (out_features,):
             raise op_error("linear", f"bias must have shape ({out_features},)",
                            bias=bias.shape, weight=weight.shape)
-        self.save_for_backward(x, weight)
         lead = x.shape[:-1]
         # Fold every leading dim into the rows of ONE 2-D GEMM: the 2-D shape is what reaches
         # cuBLAS GemmEx for fp16/bf16, and one large BLAS call beats a batch of small ones.
         # fp16/bf16: the bias is added to the float32 accumulator, then rounded once (PyTorch)
-        y = kernels.matmul_bias(x.reshape(math.prod(lead), x.shape[-1]), weight.T, bias)
+        x2 = x.reshape(math.prod(lead), x.shape[-1])
+        if (is_low_precision(x.dtype) and x.dtype == weight.dtype
+                and kernels.emulates_low_precision(x)):
+            # The CPU multiplies float16/bfloat16 in float32: convert x and the weight once and
+            # keep the copies for the backward's two products (freed with the graph; within the
+            # byte limit of a kept im2col matrix, else backward converts again).
+            x2, w32 = casts.astype(x2, float32), casts.astype(weight, float32)
+            keep = x2.nbytes <= kernels.im2col_keep_bytes(x2)
+            self.save_for_backward(*((x, weight, x2, w32) if keep else (x, weight)))
+            b32 = None if bias is None else casts.to_dtype(bias, float32)
+            y = kernels.emulated_matmul(x2, w32.T, x.dtype, b32)
+        else:
+            self.save_for_backward(x, weight)
+            y = kernels.matmul_bias(x2, weight.T, bias)
         return y.reshape(lead + (out_features,))
 
     def backward(self, gy):
@@ -139,6 +151,8 @@ class LinearFunction(Function):
         rows = math.prod(x.shape[:-1])
         if fast_backward():  # the same three products on arrays, without recording ops
             g2 = gy.data.reshape(rows, out_features)
+            if len(self.saved) > 2:  # float32 copies of x and w (CPU float16/bfloat16)
+                return _linear_backward_f32(g2, *self.saved[2:], x, need_x, need_w, need_b)
             return (const(kernels.matmul(g2, w.data).reshape(x.shape)) if need_x else None,
                     const(kernels.matmul(g2.T, x.data.reshape(rows, in_features)))
                     if need_w else None,
@@ -149,6 +163,16 @@ class LinearFunction(Function):
         gw = matmul(g2.T, x.reshape((rows, in_features))) if need_w else None
         gb = g2.sum(0) if need_b else None
         return gx, gw, gb
+
+
+def _linear_backward_f32(g2, x32, w32, x, need_x, need_w, need_b):
+    """Linear's three gradient products from the forward's float32 operand copies, each
+    rounded once to the gradient's dtype; ``g2`` is converted once too."""
+    dtype = g2.dtype
+    g32 = casts.to_dtype(g2, float32)
+    return (const(kernels.emulated_matmul(g32, w32, dtype).reshape(x.shape)) if need_x else None,
+            const(kernels.emulated_matmul(g32.T, x32, dtype)) if need_w else None,
+            const(casts.to_dtype(g32.sum(0), dtype)) if need_b else None)
 
 
 class Dot(Function):
@@ -246,11 +270,20 @@ class Vdot(Dot):
 
 
 # --------------------------------------------------------------------------- products
-def matmul(a: Tensor, b: Tensor) -> Tensor:
+def matmul(a: Tensor, b: Tensor, transpose_a: bool = False, transpose_b: bool = False,
+           **megengine) -> Tensor:
     """Matrix product with NumPy semantics (1-D operands, broadcast batch dims).
 
     float16/bfloat16 operands accumulate in float32 and return their own dtype.
+    ``transpose_a``/``transpose_b`` (MegEngine's) swap the last two axes of that operand first
+    (a view, no copy); MegEngine's ``compute_mode``/``format`` are accepted and ignored.
     """
+    if megengine.keys() - {"compute_mode", "format"}:
+        raise TypeError(f"matmul: unexpected keyword arguments {sorted(megengine)}")
+    if transpose_a:
+        a = a.swapaxes(-1, -2)
+    if transpose_b:
+        b = b.swapaxes(-1, -2)
     return MatMul.apply(a, b)
 
 

@@ -1,5 +1,6 @@
-"""Normalization: the layers' functional forms batch_norm, layer_norm, group_norm, and renorm
-(rescale slices to a maximum p-norm).
+"""Normalization: the layers' functional forms batch_norm, layer_norm, group_norm,
+instance_norm and local_response_norm, renorm (rescale slices to a maximum p-norm) and normalize
+(slices to unit p-norm).
 
 Statistics are computed in float32 (float64 for float64 input) whatever the input dtype
 (invariant 3) and the output has the input's dtype, so a float16 activation can be normalised with
@@ -18,12 +19,15 @@ from .._backend import get_array_module
 from ..core.function import Function
 from ..core.tensor import Tensor
 from ._array_backward import ArrayBackward, run_array_backward
+from ._axes import one_of
 from ._composite import composite
 from ._utils import acc_dtype, check_floating, const, normalize_axis, op_error
-from .elementwise import where
+from .elementwise import clip, sqrt, where
 from .reduction import norm, norm_order
+from .shape import pad
 
-__all__ = ["batch_norm", "group_norm", "layer_norm", "renorm"]
+__all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm", "local_response_norm",
+           "normalize", "renorm"]
 
 
 def _stats(xf, axes, eps):
@@ -280,3 +284,140 @@ def renorm(input: Tensor, p, dim: int, maxnorm) -> Tensor:
         raise op_error("renorm", "maxnorm must be non-negative", maxnorm=maxnorm)
     axis = normalize_axis(dim, input.ndim, "renorm")
     return _Renorm.apply(input, kw={"p": p, "axis": axis, "maxnorm": float(maxnorm)})
+
+
+# --------------------------------------------------------------------------- normalize
+def _normalize_impl(x, p, axis, eps):
+    # PyTorch's formula: x / max(||x||_p, eps), the norm kept as a dim; clip passes the
+    # gradient at the bound (clamp_min's), and a zero slice gives zeros, not NaN.
+    return x / clip(norm(x, ord=p, axis=axis, keepdims=True), lower=eps)
+
+
+_Normalize = composite("normalize", _normalize_impl)
+
+
+def normalize(x: Tensor, p=2.0, axis: int | None = None, eps: float = 1e-12, *,
+              dim: int | None = None) -> Tensor:
+    """``x / max(||x||_p, eps)`` with the p-norm taken along ``axis`` (default 1, as
+    ``F.normalize``; ``dim`` is PyTorch's spelling): every slice along ``axis`` gets unit
+    p-norm. Floating input only; a float32 row of the AMP policy as a whole."""
+    axis = one_of("normalize", axis, dim)
+    check_floating("normalize", x)
+    p = norm_order("normalize", p)
+    axis = normalize_axis(1 if axis is None else axis, x.ndim, "normalize")
+    return _Normalize.apply(x, kw={"p": p, "axis": axis, "eps": float(eps)})
+
+
+# --------------------------------------------------------------------------- instance norm
+class InstanceNormFunction(_GroupedNorm):
+    """Per-sample, per-channel statistics: a group norm with one channel per group; the
+    running statistics (when given) take the mean over the batch of each sample's
+    statistics, as PyTorch's."""
+
+    name = "instance_norm"
+
+    def forward(self, x, weight, bias, gshape, axes, pshape, eps, running_mean=None,
+                running_var=None, momentum=0.1):
+        y = super().forward(x, weight, bias, gshape, axes, pshape, eps)
+        if (running_mean is not None or running_var is not None) and x.size:
+            mean, var = BN.moments(x.reshape(gshape), (2,))
+            n = gshape[2]
+            for running, stat, corr in ((running_mean, mean.mean(0), 1.0),
+                                        (running_var, var.mean(0), n / (n - 1))):
+                if running is not None:  # in place, with a version bump (a layer's buffers)
+                    BN.running_update(running.data, stat, momentum, corr)
+                    running._set_data_(running.data)
+        return y
+
+
+def _instance_eval_impl(x, running_mean, running_var, weight, bias, eps):
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    y = (x - running_mean.reshape(shape)) / sqrt(running_var.reshape(shape) + eps)
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y.astype(x.dtype)
+
+
+# the running statistics normalise (use_input_stats=False): still the instance_norm row
+_InstanceNormEval = composite("instance_norm", _instance_eval_impl)
+
+
+def instance_norm(x: Tensor, running_mean: Tensor | None = None,
+                  running_var: Tensor | None = None, weight: Tensor | None = None,
+                  bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Instance normalization of ``(N, C, *)`` input (``F.instance_norm``): each sample's
+    channel is normalised over its spatial positions (biased variance, float32 statistics).
+
+    Args:
+        x: ``(N, C, *)`` with more than one spatial element.
+        running_mean, running_var: optional (C,) buffers, updated in place with the batch mean
+            of the per-instance statistics (unbiased variance) when ``use_input_stats``.
+        weight, bias: optional (C,) affine parameters.
+        use_input_stats: False normalises with the running statistics instead.
+        momentum: running-statistics update factor.
+        eps: added to the variance.
+
+    Returns:
+        A Tensor of ``x``'s shape and dtype.
+    """
+    check_floating("instance_norm", x)
+    c = x.shape[1] if x.ndim >= 2 else None
+    for label, t in (("running_mean", running_mean), ("running_var", running_var),
+                     ("weight", weight), ("bias", bias)):
+        if t is not None and t.size != c:
+            raise op_error("instance_norm", f"{label} must have C = x.shape[1] elements",
+                           x_shape=x.shape, **{f"{label}_shape": t.shape})
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise op_error("instance_norm", "use_input_stats=False needs running_mean and "
+                           "running_var", x_shape=x.shape)
+        return _InstanceNormEval.apply(x, running_mean, running_var, weight, bias,
+                                       kw={"eps": eps})
+    spatial = math.prod(x.shape[2:])
+    if x.ndim < 3 or spatial <= 1:
+        raise op_error("instance_norm", "expects (N, C, *) input with more than one spatial "
+                       "element when using input statistics", x_shape=x.shape)
+    gshape = (x.shape[0], c, spatial)
+    pshape = (1, c) + (1,) * (x.ndim - 2)
+    return InstanceNormFunction.apply(x, weight, bias, gshape=gshape, axes=(2,), pshape=pshape,
+                                      eps=eps, running_mean=running_mean,
+                                      running_var=running_var, momentum=momentum)
+
+
+# --------------------------------------------------------------------------- local response norm
+def _lrn_impl(x, size, alpha, beta, k):
+    c = x.shape[1]
+    xf = x.astype(acc_dtype(x.dtype))  # float16/bfloat16: the sums of squares in float32
+    sq = xf * xf
+    # the channel window [c - size//2, c + (size-1)//2], zeros beyond the ends (PyTorch's)
+    padded = pad(sq, [(0, 0), (size // 2, (size - 1) // 2)] + [(0, 0)] * (x.ndim - 2))
+    window = padded[:, 0:c]
+    for j in range(1, size):
+        window = window + padded[:, j:j + c]
+    return (xf / (window * (alpha / size) + k) ** beta).astype(x.dtype)
+
+
+_LocalResponseNorm = composite("local_response_norm", _lrn_impl)
+
+
+def local_response_norm(x: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                        k: float = 1.0) -> Tensor:
+    """Local response normalization across channels (``F.local_response_norm``, AlexNet's):
+    ``x / (k + alpha / size * sum of x**2 over the size neighbouring channels) ** beta``.
+
+    Args:
+        x: floating ``(N, C, *)`` with at least one dimension after C (computed in float32
+            for float16/bfloat16, returned in its dtype).
+        size: the number of channels summed (the window is centred, zeros beyond the ends).
+    """
+    check_floating("local_response_norm", x)  # PyTorch truncates int64 averages
+    if x.ndim < 3:
+        raise op_error("local_response_norm", "expects (N, C, *) input with at least 3 "
+                       "dimensions", shape=x.shape)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise op_error("local_response_norm", "size must be a positive int", size=size)
+    return _LocalResponseNorm.apply(x, kw={"size": size, "alpha": float(alpha),
+                                           "beta": float(beta), "k": float(k)})

@@ -1,4 +1,5 @@
-"""Pooling over NCHW input: max_pool2d, avg_pool2d, adaptive_avg_pool2d.
+"""Pooling over NCHW input: max_pool2d, avg_pool2d, adaptive_avg_pool2d, adaptive_max_pool2d;
+max_pool1d and avg_pool1d over NCL input (run by the 2-D kernels).
 
 Ops loop over the kh*kw kernel offsets only: offset (i, j) of all windows at once is one strided
 slice of the padded input, so each step is a vectorised op over (N, C, OH, OW) and no window copy
@@ -13,13 +14,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._backend import get_array_module, kernels
+from .._backend import casts, get_array_module, kernels
 from .._backend.dtypes import float32, is_low_precision
 from ..core.function import Function
 from ..core.tensor import Tensor
 from ._utils import check_floating, op_error
+from .shape import GatherBackward
 
-__all__ = ["adaptive_avg_pool2d", "avg_pool2d", "max_pool2d"]
+__all__ = ["adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d",
+           "max_pool1d", "max_pool2d"]
 
 
 def _acc_dtype(dtype):
@@ -48,7 +51,8 @@ def _offsets(kernel, stride, out_hw):
 def _crop(acc, in_hw, padding, dtype):
     ph, pw = padding
     xp = get_array_module(acc)
-    return xp.ascontiguousarray(acc[:, :, ph:ph + in_hw[0], pw:pw + in_hw[1]], dtype=dtype)
+    return casts.to_dtype(xp.ascontiguousarray(acc[:, :, ph:ph + in_hw[0], pw:pw + in_hw[1]]),
+                          dtype)
 
 
 # ----------------------------------------------------------------------------- max pooling
@@ -56,6 +60,11 @@ class MaxPool2dFunction(Function):
     name = "max_pool2d"
 
     def forward(self, x, kernel, stride, padding, out_hw):
+        # Comparisons and copies only: on the CPU float16/bfloat16 are pooled as integer keys
+        # (NumPy's half-precision comparisons convert element by element).
+        return kernels.selection(lambda v: self._pool(v, kernel, stride, padding, out_hw), x)
+
+    def _pool(self, x, kernel, stride, padding, out_hw):
         xp = get_array_module(x)
         lowest = xp.iinfo(x.dtype).min if x.dtype.kind in "iu" else -xp.inf
         xpad = _pad2d(x, padding[0], padding[1], lowest)
@@ -108,11 +117,13 @@ class MaxPool2dBackward(Function):
         n, c = gy.shape[:2]
         hp, wp = in_hw[0] + 2 * padding[0], in_hw[1] + 2 * padding[1]
         lin = _argmax_flat_index(idx, kernel, stride, (hp, wp))
-        acc = xp.zeros(n * c * hp * wp, dtype=_acc_dtype(gy.dtype))
         # Windows whose output positions differ by ceil(k/s) rows or columns are disjoint, so
         # each such phase is a collision-free scatter. With one phase (windows do not overlap)
-        # every target is written once, and a plain store is twice as fast as a scattered add.
+        # every target is written once, and a plain store is twice as fast as a scattered add;
+        # nothing is summed then, so float16/bfloat16 are stored as they are.
         qh, qw = -(-kernel[0] // stride[0]), -(-kernel[1] // stride[1])
+        acc = xp.zeros(n * c * hp * wp,
+                       dtype=gy.dtype if qh == qw == 1 else _acc_dtype(gy.dtype))
         if qh == qw == 1:
             acc[lin] = gy
         else:
@@ -144,12 +155,13 @@ class MaxPool2dGather(Function):
 # ----------------------------------------------------------------------------- average pooling
 def _avg_forward(x, kernel, stride, padding, out_hw):
     xp = get_array_module(x)
-    xpad = _pad2d(x, padding[0], padding[1], 0)
-    acc = xp.zeros(x.shape[:2] + tuple(out_hw), dtype=_acc_dtype(x.dtype))
+    acc_dtype = _acc_dtype(x.dtype)
+    xpad = _pad2d(casts.to_dtype(x, acc_dtype), padding[0], padding[1], 0)  # widened once
+    acc = xp.zeros(x.shape[:2] + tuple(out_hw), dtype=acc_dtype)
     for _, sl in _offsets(kernel, stride, out_hw):
         acc += xpad[sl]
     acc /= kernel[0] * kernel[1]  # count_include_pad=True: padded zeros count
-    return acc.astype(x.dtype, copy=False)
+    return casts.to_dtype(acc, x.dtype)
 
 
 def _avg_backward(gy, kernel, stride, padding, out_hw, in_hw):
@@ -157,7 +169,7 @@ def _avg_backward(gy, kernel, stride, padding, out_hw, in_hw):
     n, c = gy.shape[:2]
     acc = xp.zeros((n, c, in_hw[0] + 2 * padding[0], in_hw[1] + 2 * padding[1]),
                    dtype=_acc_dtype(gy.dtype))
-    g = gy.astype(acc.dtype) / (kernel[0] * kernel[1])
+    g = casts.to_dtype(gy, acc.dtype) / (kernel[0] * kernel[1])
     for _, sl in _offsets(kernel, stride, out_hw):
         acc[sl] += g
     return _crop(acc, in_hw, padding, gy.dtype)
@@ -308,21 +320,36 @@ def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0) -> Tensor:
     return MaxPool2dFunction.apply(x, kernel=k, stride=s, padding=p, out_hw=out_hw)
 
 
-def avg_pool2d(x: Tensor, kernel_size, stride=None, padding=0) -> Tensor:
-    """Mean over sliding windows; zero padding counts in the mean (``count_include_pad``).
+def avg_pool2d(x: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """Mean over sliding windows.
 
     Args:
         x: ``(N, C, H, W)``.
         kernel_size: an int or an ``(h, w)`` pair.
         stride: defaults to ``kernel_size``.
         padding: implicit zero padding on both sides (at most half the kernel).
+        ceil_mode: PyTorch's rounding of the output size up; only False is supported.
+        count_include_pad: the padded zeros count in the mean (PyTorch's default); False
+            divides by the number of input elements in the window (MegEngine's default
+            ``mode="average_count_exclude_padding"``).
 
     Returns:
         ``(N, C, OH, OW)``, accumulated in float32 for float16/bfloat16 input.
     """
     check_floating("avg_pool2d", x)  # a mean of integers is no integer (PyTorch refuses too)
+    if ceil_mode:
+        raise op_error("avg_pool2d", "ceil_mode=True is not supported; pad the input instead")
     k, s, p, out_hw = _geometry("avg_pool2d", x, kernel_size, stride, padding)
-    return AvgPool2dFunction.apply(x, kernel=k, stride=s, padding=p, out_hw=out_hw)
+    y = AvgPool2dFunction.apply(x, kernel=k, stride=s, padding=p, out_hw=out_hw)
+    if count_include_pad or p == (0, 0):
+        return y
+    # The mean over the input elements only: the padded mean divided by the share of each
+    # window that lies inside the input (the padded mean of ones), a constant.
+    xp = get_array_module(x.data)
+    ones = Tensor._make(xp.ones((1, 1) + x.shape[2:], dtype=y.dtype), False, None, 0)
+    share = AvgPool2dFunction.apply(ones, kernel=k, stride=s, padding=p, out_hw=out_hw)
+    return y / Tensor._make(share.data, False, None, 0)
 
 
 def adaptive_avg_pool2d(x: Tensor, output_size) -> Tensor:
@@ -348,3 +375,144 @@ def adaptive_avg_pool2d(x: Tensor, output_size) -> Tensor:
         raise op_error(op, "output and input sizes must be positive", input=x.shape,
                        output_size=output_size)
     return AdaptiveAvgPool2dFunction.apply(x, out_hw=out_hw)
+
+
+# ----------------------------------------------------------------------------- 1-D pooling
+# (N, C, L) pooled as (N, C, 1, L) by the 2-D kernels, under the 1-D ops' own names (their
+# policy rows); the reshapes around them are differentiable views.
+class MaxPool1dFunction(MaxPool2dFunction):
+    name = "max_pool1d"
+
+
+class AvgPool1dFunction(AvgPool2dFunction):
+    name = "avg_pool1d"
+
+
+def _single(v, op, what):
+    t = (v,) if isinstance(v, int) else tuple(v)
+    if len(t) != 1 or not isinstance(t[0], int) or isinstance(t[0], bool):
+        raise op_error(op, f"{what} must be an int or a 1-tuple", **{what: v})
+    return t[0]
+
+
+def _geometry1d(op, x, kernel_size, stride, padding):
+    if x.ndim != 3:
+        raise op_error(op, "expected input (N, C, L); add a batch dim with x.unsqueeze(0) "
+                       "for a single sequence", input=x.shape)
+    k = _single(kernel_size, op, "kernel_size")
+    s = k if stride is None else _single(stride, op, "stride")
+    p = _single(padding, op, "padding")
+    x4 = x.reshape(x.shape[:2] + (1, x.shape[2]))
+    return x4, _geometry(op, x4, (1, k), (1, s), (0, p))
+
+
+def max_pool1d(x: Tensor, kernel_size, stride=None, padding=0) -> Tensor:
+    """Max over sliding windows of ``(N, C, L)`` input (floating, as PyTorch's); the gradient
+    goes to the (first) maximum of each window.
+
+    Args:
+        kernel_size: an int. stride: defaults to ``kernel_size``. padding: implicit ``-inf``
+            on both ends (at most half the kernel).
+
+    Returns:
+        ``(N, C, OL)`` with ``OL = (L + 2*padding - kernel_size) // stride + 1``.
+    """
+    check_floating("max_pool1d", x)
+    x4, (k, s, p, out_hw) = _geometry1d("max_pool1d", x, kernel_size, stride, padding)
+    y = MaxPool1dFunction.apply(x4, kernel=k, stride=s, padding=p, out_hw=out_hw)
+    return y.reshape(y.shape[:2] + (out_hw[1],))
+
+
+def avg_pool1d(x: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+               count_include_pad: bool = True) -> Tensor:
+    """Mean over sliding windows of ``(N, C, L)`` input (floating only).
+
+    Args:
+        kernel_size: an int. stride: defaults to ``kernel_size``. padding: implicit zeros on
+            both ends (at most half the kernel).
+        ceil_mode: only False is supported.
+        count_include_pad: the padded zeros count in the mean (PyTorch's default).
+    """
+    check_floating("avg_pool1d", x)
+    if ceil_mode:
+        raise op_error("avg_pool1d", "ceil_mode=True is not supported; pad the input instead")
+    x4, (k, s, p, out_hw) = _geometry1d("avg_pool1d", x, kernel_size, stride, padding)
+    y = AvgPool1dFunction.apply(x4, kernel=k, stride=s, padding=p, out_hw=out_hw)
+    if not count_include_pad and p != (0, 0):
+        # divided by the share of each window inside the input (the padded mean of ones)
+        ones = Tensor._make(get_array_module(x.data).ones((1, 1) + x4.shape[2:], dtype=y.dtype),
+                            False, None, 0)
+        share = AvgPool2dFunction.apply(ones, kernel=k, stride=s, padding=p, out_hw=out_hw)
+        y = y / Tensor._make(share.data, False, None, 0)
+    return y.reshape(y.shape[:2] + (out_hw[1],))
+
+
+# ----------------------------------------------------------------------------- adaptive max
+def _adaptive_argmax(xp, x, out_hw):
+    """Flat (h * W + w) position of each adaptive bin's maximum, (N, C, OH, OW) int64: the
+    first maximum, or the last NaN of a bin holding NaN (PyTorch's)."""
+    n, c, h, w = x.shape
+    oh, ow = out_hw
+    if x.dtype.kind == "V" or x.dtype.itemsize < 4:
+        x = x.astype(float32)  # float16/bfloat16 compare exactly in float32
+    idx = xp.zeros((n, c, oh, ow), dtype=np.int64)
+    for i in range(oh):
+        h0, h1 = (i * h) // oh, -(-((i + 1) * h) // oh)
+        for j in range(ow):
+            w0, w1 = (j * w) // ow, -(-((j + 1) * w) // ow)
+            win = x[:, :, h0:h1, w0:w1].reshape(n, c, (h1 - h0) * (w1 - w0))
+            nan = xp.isnan(win)
+            size = win.shape[-1]
+            last_nan = size - 1 - xp.argmax(nan[..., ::-1], axis=-1)
+            best = xp.where(nan.any(-1), last_nan, xp.argmax(win, axis=-1))
+            bw = w1 - w0
+            idx[:, :, i, j] = (h0 + best // bw) * w + w0 + best % bw
+    return idx
+
+
+class AdaptiveMaxPool2dFunction(Function):
+    name = "adaptive_max_pool2d"
+
+    def forward(self, x, out_hw):
+        xp = get_array_module(x)
+        n, c = x.shape[:2]
+        # sizes spelled out: NumPy cannot infer -1 beside a 0 (an empty batch)
+        idx = _adaptive_argmax(xp, x, out_hw).reshape(n, c, out_hw[0] * out_hw[1])
+        self.idx, self.hw, self.in_shape = idx, x.shape[2:], (n, c, x.shape[2] * x.shape[3])
+        out = xp.take_along_axis(x.reshape(self.in_shape), idx, axis=2)
+        return out.reshape((n, c) + tuple(out_hw)), idx.reshape((n, c) + tuple(out_hw))
+
+    def backward(self, gy, gidx=None):
+        if gy is None:
+            return None
+        n, c = gy.shape[:2]
+        g = GatherBackward.apply(gy.reshape((n, c, self.idx.shape[2])),
+                                 Tensor._make(self.idx, False, None, 0),
+                                 axis=2, shape=self.in_shape)
+        return g.reshape(self.in_shape[:2] + self.hw)
+
+
+def adaptive_max_pool2d(x: Tensor, output_size, return_indices: bool = False):
+    """Max pooling to a fixed output size, with PyTorch's bins (as :func:`adaptive_avg_pool2d`:
+    rows ``floor(i*H/OH)`` to ``ceil((i+1)*H/OH) - 1``); the gradient goes to each bin's
+    (first) maximum. Floating input only, as PyTorch's.
+
+    Args:
+        x: ``(N, C, H, W)``.
+        output_size: an int, or an ``(OH, OW)`` pair whose entries may be None (keep that size).
+        return_indices: also return the int64 position of each maximum in its ``H*W`` plane.
+    """
+    op = "adaptive_max_pool2d"
+    check_floating(op, x)
+    if x.ndim != 4:
+        raise op_error(op, "expected input (N, C, H, W); add a batch dim with x.unsqueeze(0)",
+                       input=x.shape)
+    size = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
+    if len(size) != 2:
+        raise op_error(op, "output_size must be an int or a pair", output_size=output_size)
+    out_hw = tuple(x.shape[2 + i] if s is None else int(s) for i, s in enumerate(size))
+    if min(out_hw) < 1 or min(x.shape[2:]) < 1:
+        raise op_error(op, "output and input sizes must be positive", input=x.shape,
+                       output_size=output_size)
+    out, idx = AdaptiveMaxPool2dFunction.apply(x, out_hw=out_hw)
+    return (out, idx) if return_indices else out

@@ -371,15 +371,61 @@ def mean(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:
 
 
 def var(x: Tensor, axis=None, keepdims: bool = False, ddof: int = 0) -> Tensor:
-    """Variance over ``axis``, divided by ``N - ddof`` (two-pass, in float32 or wider)."""
+    """Variance over ``axis``, divided by ``N - ddof`` (two-pass, in float32 or wider).
+
+    ``N`` by default, as MegEngine's ``F.var`` and NumPy; PyTorch's ``torch.var`` /
+    ``Tensor.var`` (:func:`torch_var`) divide by ``N - 1``."""
     check_floating("var", x)  # PyTorch refuses integers too: no truncated integer variance
     return Var.apply(x, axis=axis, keepdims=keepdims, ddof=ddof)
 
 
 def std(x: Tensor, axis=None, keepdims: bool = False, ddof: int = 0) -> Tensor:
-    """Standard deviation ``sqrt(var(x, axis, keepdims, ddof))``."""
+    """Standard deviation ``sqrt(var(x, axis, keepdims, ddof))``: ``ddof=0`` by default, as
+    MegEngine's ``F.std``; ``Tensor.std`` (:func:`torch_std`) is PyTorch's, ``N - 1``."""
     check_floating("std", x)
     return Std.apply(x, axis=axis, keepdims=keepdims, ddof=ddof)
+
+
+def _correction(op, unbiased, correction, ddof) -> int:
+    given = [(n, v) for n, v in (("unbiased", unbiased), ("correction", correction),
+                                  ("ddof", ddof)) if v is not None]
+    if len(given) > 1:
+        raise TypeError(f"{op}: got {' and '.join(n for n, _ in given)}; they are one argument "
+                        "(unbiased=True is correction=1, unbiased=False correction=0): pass one")
+    if not given:
+        return 1  # PyTorch's and OneFlow's default: Bessel's correction, N - 1
+    name, v = given[0]
+    return (1 if v else 0) if name == "unbiased" else v
+
+
+def _torch_spread(op, fn, x, dim, unbiased, keepdim, correction, axis, keepdims, ddof):
+    if isinstance(dim, bool):  # torch.var(input, unbiased): the old overload
+        if unbiased is not None:
+            raise TypeError(f"{op}: unbiased given twice")
+        dim, unbiased = None, dim
+    if dim is not None and axis is not None:
+        raise TypeError(f"{op}: got both dim={dim!r} and axis={axis!r}; pass one")
+    if keepdim is not None and keepdims is not None:
+        raise TypeError(f"{op}: got both keepdim and keepdims; pass one")
+    dim = axis if dim is None else dim
+    keep = bool(keepdims if keepdim is None else keepdim)
+    return fn(x, dim, keep, ddof=_correction(op, unbiased, correction, ddof))
+
+
+def torch_var(input: Tensor, dim=None, unbiased=None, keepdim=None, *,  # noqa: A002
+              correction=None, axis=None, keepdims=None, ddof=None) -> Tensor:
+    """``torch.var`` / ``Tensor.var``: divides by ``N - correction``, Bessel's ``N - 1`` by
+    default (``unbiased=False`` or ``correction=0`` divide by ``N``). ``F.var`` is MegEngine's
+    and divides by ``N``."""
+    return _torch_spread("var", var, input, dim, unbiased, keepdim, correction, axis,
+                         keepdims, ddof)
+
+
+def torch_std(input: Tensor, dim=None, unbiased=None, keepdim=None, *,  # noqa: A002
+              correction=None, axis=None, keepdims=None, ddof=None) -> Tensor:
+    """``torch.std`` / ``Tensor.std``: ``sqrt`` of :func:`torch_var` (``N - 1`` by default)."""
+    return _torch_spread("std", std, input, dim, unbiased, keepdim, correction, axis,
+                         keepdims, ddof)
 
 
 def max(x: Tensor, axis=None, keepdims: bool = False, return_indices: bool = False):
@@ -486,8 +532,7 @@ def _matrix_norm_impl(a, ord, axes, keepdim):
     # Induced 1/inf norms: largest (or smallest, for -1/-inf) absolute column/row sum.
     sum_axis, pick_axis = (r, c) if abs(ord) == 1 else (c, r)
     s = a.abs().sum(axis=sum_axis, keepdims=True)
-    s = s.max(axis=pick_axis, keepdims=True) if ord > 0 else s.min(axis=pick_axis,
-                                                                      keepdims=True)
+    s = max(s, pick_axis, keepdims=True) if ord > 0 else min(s, pick_axis, keepdims=True)
     return s if keepdim else s.squeeze(axis=axes)
 
 

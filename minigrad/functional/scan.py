@@ -1,4 +1,4 @@
-"""Scans: ``cumsum`` and ``cumprod``.
+"""Scans: ``cumsum``, ``cumprod`` and the running extremes ``cummax``/``cummin``.
 
 Like the reductions, the running sum and product accumulate in float32 or wider whatever the
 input dtype (invariant 3) and are returned in the input's dtype.
@@ -6,15 +6,18 @@ input dtype (invariant 3) and are returned in the input's dtype.
 
 from __future__ import annotations
 
+import collections
+
 from .._backend import get_array_module
+from .._backend.dtypes import float32, int64
 from ..core.function import Function
 from ..core.tensor import Tensor
-from ._axes import check_axis
+from ._axes import check_axis, one_of
 from ._utils import acc_dtype, const, fast_backward, normalize_axis, product_acc_dtype
 from .reduction import _to_dtype
-from .shape import getitem
+from .shape import GatherBackward, getitem
 
-__all__ = ["cumprod", "cumsum"]
+__all__ = ["cummax", "cummin", "cumprod", "cumsum"]
 
 
 def _rev_cumsum(xp, a):
@@ -98,3 +101,88 @@ def cumsum(x: Tensor, axis=None) -> Tensor:
     if x.ndim == 0:  # PyTorch keeps a 0-d input 0-d along axis 0/-1 (NumPy would give (1,))
         return CumSum.apply(x.reshape((1,)), axis=0).reshape(())
     return CumSum.apply(x, axis=axis)
+
+
+# --------------------------------------------------------------------------- cummax / cummin
+def _pair_type(name):
+    cls = collections.namedtuple(name, ["values", "indices"])
+    cls.__module__ = "minigrad.return_types"
+    cls.__doc__ = f"PyTorch's ``torch.return_types.{name}``: ``(values, indices)``."
+    return cls
+
+
+_RESULTS = {n: _pair_type(n) for n in ("cummax", "cummin")}
+
+
+def _accumulate(xp, op, a):
+    """``op.accumulate(a, axis=-1)`` for an associative ``op`` (maximum/minimum); where the
+    backend has no ufunc accumulate (older CuPy), a log-step scan: ceil(log2 n) passes."""
+    try:
+        return op.accumulate(a, axis=-1)
+    except (AttributeError, NotImplementedError, TypeError):
+        out = a.copy()
+        k, n = 1, a.shape[-1]
+        while k < n:
+            out[..., k:] = op(out[..., k:], out[..., :-k])
+            k *= 2
+        return out
+
+
+def _running_positions(xp, x, pick):
+    """Per position along the last axis, the position of the running maximum (``pick`` is
+    ``xp.maximum``) or minimum so far, as PyTorch's cummax/cummin: ties take the later
+    position, and from the first NaN on every NaN takes over (the value stays NaN)."""
+    if x.dtype.kind == "f" and x.dtype.itemsize < 4 or x.dtype.kind == "V":
+        x = x.astype(float32)  # float16/bfloat16 compare exactly in float32
+    run = _accumulate(xp, pick, x)
+    new = x == run
+    if x.dtype.kind == "f":
+        new |= xp.isnan(x)
+    pos = xp.arange(x.shape[-1], dtype=int64)
+    return _accumulate(xp, xp.maximum, xp.where(new, pos, 0))
+
+
+class Cummax(Function):
+    name = "cummax"
+
+    def forward(self, x, axis):
+        xp = get_array_module(x)
+        pick = xp.maximum if self.name == "cummax" else xp.minimum
+        idx = xp.moveaxis(_running_positions(xp, xp.moveaxis(x, axis, -1), pick), -1, axis)
+        self.idx, self.axis, self.shape = idx, axis, x.shape
+        return xp.take_along_axis(x, idx, axis=axis), idx
+
+    def backward(self, gy, gidx=None):
+        if gy is None:
+            return None
+        # the gradient of each running extreme goes to the position it was taken from
+        return GatherBackward.apply(gy, const(self.idx), axis=self.axis, shape=self.shape)
+
+
+class Cummin(Cummax):
+    name = "cummin"
+
+
+def _cumulative_extreme(cls, x, axis, dim):
+    axis = one_of(cls.name, axis, dim)
+    if axis is None:
+        raise TypeError(f"{cls.name}: axis (PyTorch's dim) is required")
+    axis = check_axis(axis, x.ndim, cls.name)
+    result = _RESULTS[cls.name]
+    if x.ndim == 0:  # one entry: itself, at position 0 (PyTorch keeps both 0-d)
+        values, idx = cls.apply(x.reshape((1,)), axis=0)
+        return result(values.reshape(()), idx.reshape(()))
+    return result(*cls.apply(x, axis=axis))
+
+
+def cummax(x: Tensor, axis=None, *, dim=None):
+    """Running maximum along ``axis`` (``torch.cummax``; ``dim`` is PyTorch's spelling):
+    ``(values, indices)``, the indices int64 (of the latest of equal maxima; NaN propagates).
+    The gradient of each value goes to the entry it came from."""
+    return _cumulative_extreme(Cummax, x, axis, dim)
+
+
+def cummin(x: Tensor, axis=None, *, dim=None):
+    """Running minimum along ``axis`` (``torch.cummin``): ``(values, indices)`` as
+    :func:`cummax`."""
+    return _cumulative_extreme(Cummin, x, axis, dim)

@@ -1,4 +1,6 @@
-"""Shape and indexing ops.
+"""Shape and indexing ops (reshapes, transposes, joins, ``flip``/``roll``, ``pixel_shuffle``,
+padding, tiling) and gathers/scatters (``gather``, ``take_along_axis``, ``index_select``,
+``index_add``, ``scatter_add``, ``one_hot``).
 
 Scatter-style gradients (integer-array indexing, ``gather``, ``index_select``) accumulate repeated
 indices with a bincount over the unique targets (``_utils.scatter_add_flat``/``scatter_add_rows``),
@@ -16,9 +18,10 @@ from ..core.cast import cast
 from ..core.function import Function
 from ..core.modes import grad_enabled
 from ..core.tensor import Tensor
-from ._axes import check_axis
+from ._axes import DimensionOutOfRange, check_axis
 from ._utils import (
     along_axis_linear_index,
+    broadcast_shape,
     check_index_range,
     const,
     normalize_axes,
@@ -36,19 +39,24 @@ __all__ = [
     "concat",
     "expand_dims",
     "flatten",
+    "flip",
     "gather",
     "getitem",
+    "index_add",
     "index_select",
     "one_hot",
     "pad",
     "permute",
+    "pixel_shuffle",
     "repeat",
     "reshape",
+    "roll",
     "scatter_add",
     "split",
     "squeeze",
     "stack",
     "swapaxes",
+    "take_along_axis",
     "tile",
     "transpose",
 ]
@@ -688,15 +696,205 @@ def one_hot(labels, num_classes: int | None = None) -> Tensor:
     """int64 one-hot encoding of integer ``labels`` (shape ``labels.shape + (num_classes,)``),
     as PyTorch's; cast it (``.astype("float32")``) to use it as soft targets.
 
-    ``num_classes`` defaults to ``labels.max() + 1``. Not differentiable.
+    ``num_classes`` defaults to ``labels.max() + 1`` (None, or PyTorch's -1). Not
+    differentiable.
     """
     lab = labels.data if isinstance(labels, Tensor) else np.asarray(labels)
     if lab.dtype.kind not in "iu":
         raise op_error("one_hot", f"labels must be integers, got {lab.dtype}")
     hi = int(lab.max()) if lab.size else -1
     lo = int(lab.min()) if lab.size else 0
-    if num_classes is None:
+    if num_classes is None or num_classes == -1:  # PyTorch's default is -1: infer it
         num_classes = hi + 1
     if lo < 0 or hi >= num_classes:
         raise op_error("one_hot", f"labels in [{lo}, {hi}] do not fit num_classes={num_classes}")
     return OneHot.apply(const(lab), num_classes=num_classes)
+
+
+# --------------------------------------------------------------------------- flip / roll
+class Flip(Function):
+    name = "flip"
+
+    def forward(self, x, axes):
+        self.axes = axes
+        return get_array_module(x).flip(x, axes).copy()  # a copy, as torch.flip
+
+    def backward(self, gy):
+        return Flip.apply(gy, axes=self.axes)
+
+
+class Roll(Function):
+    name = "roll"
+
+    def forward(self, x, shifts, axes):
+        self.shifts, self.axes = shifts, axes
+        return get_array_module(x).roll(x, shifts, axes)
+
+    def backward(self, gy):
+        back = -self.shifts if isinstance(self.shifts, int) else tuple(-s for s in self.shifts)
+        return Roll.apply(gy, shifts=back, axes=self.axes)
+
+
+def flip(x: Tensor, axis=None) -> Tensor:
+    """``x`` with the order of the entries along ``axis`` (an int or a tuple; None: every axis)
+    reversed (``torch.flip(x, dims)``; a copy, not a view)."""
+    if axis is None:
+        axes = tuple(range(x.ndim))
+    else:
+        axes = normalize_axes(axis, x.ndim, "flip")
+    # a 0-d tensor accepts axis 0 (one entry: nothing to reverse)
+    return Flip.apply(x, axes=axes if x.ndim else ())
+
+
+def roll(x: Tensor, shifts, axis=None) -> Tensor:
+    """Shift the entries of ``x`` cyclically by ``shifts`` along ``axis`` (``torch.roll``):
+    ints, or tuples of equal length; ``axis=None`` rolls the flattened tensor and restores the
+    shape."""
+    if x.ndim == 0:  # as PyTorch (NumPy would return the one entry)
+        raise DimensionOutOfRange("roll: a 0-d tensor has no dimension to roll -- Dimension "
+                                  "out of range; reshape it to 1-D first")
+    if axis is None:
+        if not isinstance(shifts, int):
+            shifts = tuple(shifts)
+            if len(shifts) != 1:
+                raise op_error("roll", "without axis, shifts must be one int", shifts=shifts)
+            shifts = shifts[0]
+        return Roll.apply(x, shifts=int(shifts), axes=None)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    shifts_t = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    if len(shifts_t) != len(axes):
+        raise op_error("roll", "shifts and axis must have the same length",
+                       shifts=shifts, axis=axis)
+    axes = tuple(check_axis(a, x.ndim, "roll") for a in axes)
+    return Roll.apply(x, shifts=tuple(int(s) for s in shifts_t), axes=axes)
+
+
+# --------------------------------------------------------------------------- take_along_axis
+class TakeAlongAxis(Gather):
+    name = "take_along_axis"
+
+
+def take_along_axis(x: Tensor, indices, axis=None) -> Tensor:
+    """``out[..., i, ...] = x[..., indices[..., i, ...], ...]`` along ``axis`` (NumPy's
+    ``take_along_axis``, ``torch.take_along_dim``).
+
+    ``indices`` has ``x``'s number of dimensions; the other axes broadcast against ``x``'s. With
+    ``axis=None`` both are flattened first. The gradient scatters back (repeats accumulate).
+    """
+    idx = _index_array(indices, x, "take_along_axis")
+    if axis is None:
+        x, idx, axis = reshape(x, (-1,)), idx.reshape(-1), 0
+    if idx.ndim != x.ndim:
+        raise op_error("take_along_axis", "indices must have the same number of dimensions "
+                       "as the input", input_shape=x.shape, indices_shape=idx.shape)
+    if x.ndim == 0:
+        return take_along_axis(reshape(x, (1,)), idx.reshape(1), 0).reshape(())
+    axis = normalize_axis(axis, x.ndim, "take_along_axis")
+    others = [(s, t) for d, (s, t) in enumerate(zip(x.shape, idx.shape)) if d != axis]
+    common = broadcast_shape("take_along_axis", tuple(s for s, _ in others),
+                             tuple(t for _, t in others))
+    common = list(common)
+    x_shape = tuple(common[:axis] + [x.shape[axis]] + common[axis:])
+    i_shape = tuple(common[:axis] + [idx.shape[axis]] + common[axis:])
+    if x_shape != x.shape:
+        x = broadcast_to(x, x_shape)
+    if i_shape != idx.shape:
+        idx = get_array_module(idx).broadcast_to(idx, i_shape)
+    return TakeAlongAxis.apply(x, const(idx), axis=axis)
+
+
+# --------------------------------------------------------------------------- index_add
+class IndexAdd(Function):
+    name = "index_add"
+
+    def forward(self, x, idx, src, axis, alpha):
+        if x.dtype != src.dtype:  # after autocast's casts (a promote row): PyTorch's rule
+            raise op_error("index_add", "input and source must have the same dtype; cast one",
+                           input_dtype=x.dtype, source_dtype=src.dtype)
+        xp = get_array_module(x)
+        self.axis, self.alpha = axis, alpha
+        idx, bad = check_index_range(xp, idx, x.shape[axis], self.name, allow_negative=False)
+        self.idx = idx
+        rows = xp.moveaxis(src, axis, 0)
+        if alpha != 1:
+            rows = rows * x.dtype.type(alpha)
+        delta = scatter_add_rows(xp, x.shape[axis], idx, rows, x.dtype)
+        if x.dtype.kind == "b":
+            return poison(xp, x | xp.moveaxis(delta, 0, axis), None)
+        return poison(xp, x + xp.moveaxis(delta, 0, axis), None if bad is None else bad.any())
+
+    def backward(self, gy):
+        nx, _, nsrc = self.needs_input_grad
+        gsrc = None
+        if nsrc:
+            gsrc = IndexSelect.apply(gy, const(self.idx), axis=self.axis)
+            if self.alpha != 1:
+                gsrc = gsrc * self.alpha
+        return (gy if nx else None), None, gsrc
+
+
+def index_add(x: Tensor, axis: int, index, source: Tensor, *, alpha=1) -> Tensor:
+    """Out-of-place ``torch.Tensor.index_add_``: ``out = x`` with ``alpha * source[i]`` added
+    to entry ``index[i]`` along ``axis`` (repeated indices accumulate).
+
+    ``index`` is 1-D (or 0-d) with one entry per slice of ``source`` along ``axis``; ``source``
+    has ``x``'s shape elsewhere and ``x``'s dtype. The gradient of ``x`` passes through; that
+    of ``source`` is ``alpha`` times the gathered output gradient.
+    """
+    if x.ndim == 0:
+        check_axis(axis, 0, "index_add")
+        return index_add(x.reshape((1,)), 0, index, source.reshape((-1,)),
+                         alpha=alpha).reshape(())
+    axis = normalize_axis(axis, x.ndim, "index_add")
+    idx = _index_array(index, x, "index_add", source)
+    if idx.ndim > 1:
+        raise op_error("index_add", "index must be 1-D or 0-d", index_shape=idx.shape)
+    idx = idx.reshape(-1)
+    want = x.shape[:axis] + (idx.size,) + x.shape[axis + 1:]
+    if tuple(source.shape) != want:
+        raise op_error("index_add", "source must have x's shape with len(index) entries along "
+                       "axis", x_shape=x.shape, index_shape=idx.shape, source_shape=source.shape,
+                       expected=want)
+    if x.dtype.kind in "biu" and float(alpha) != int(alpha):
+        raise op_error("index_add", "a fractional alpha cannot scale an integer tensor; cast "
+                       "it to a float dtype first", alpha=alpha, dtype=x.dtype)
+    return IndexAdd.apply(x, const(idx), source, axis=axis, alpha=alpha)
+
+
+# --------------------------------------------------------------------------- pixel_shuffle
+class PixelShuffleFunction(Function):
+    """``(*, C*r*r, H, W) -> (*, C, H*r, W*r)``; with ``inverse`` the adjoint rearrangement
+    (PyTorch's pixel_unshuffle), which is also its backward."""
+
+    name = "pixel_shuffle"
+
+    def forward(self, x, factor, inverse=False):
+        self.factor, self.inverse = factor, inverse
+        r, k = factor, x.ndim - 3
+        lead, (c, h, w) = x.shape[:k], x.shape[k:]
+        xp = get_array_module(x)
+        ax = tuple(range(k))
+        if not inverse:
+            y = x.reshape(lead + (c // (r * r), r, r, h, w))
+            y = xp.transpose(y, ax + (k, k + 3, k + 1, k + 4, k + 2))
+            return y.reshape(lead + (c // (r * r), h * r, w * r))
+        y = x.reshape(lead + (c, h // r, r, w // r, r))
+        y = xp.transpose(y, ax + (k, k + 2, k + 4, k + 1, k + 3))
+        return y.reshape(lead + (c * r * r, h // r, w // r))
+
+    def backward(self, gy):
+        return PixelShuffleFunction.apply(gy, factor=self.factor, inverse=not self.inverse)
+
+
+def pixel_shuffle(x: Tensor, upscale_factor: int) -> Tensor:
+    """Rearrange ``(*, C*r*r, H, W)`` into ``(*, C, H*r, W*r)`` with ``r = upscale_factor``
+    (``F.pixel_shuffle``, sub-pixel convolution): output pixel ``(c, h*r + i, w*r + j)`` is
+    input channel ``c*r*r + i*r + j`` at ``(h, w)``."""
+    r = upscale_factor
+    if isinstance(r, bool) or not isinstance(r, int) or r < 1:
+        raise op_error("pixel_shuffle", "upscale_factor must be a positive int",
+                       upscale_factor=r)
+    if x.ndim < 3 or x.shape[-3] % (r * r):
+        raise op_error("pixel_shuffle", "expects (*, C, H, W) input with C divisible by "
+                       "upscale_factor**2", shape=x.shape, upscale_factor=r)
+    return PixelShuffleFunction.apply(x, factor=r)

@@ -1,20 +1,21 @@
-"""Transcendental functions, elementwise: exponentials and logarithms (``exp``, ``expm1``,
-``log``, ``log1p``, ``log2``, ``log10``), trigonometric and hyperbolic functions (``sin``,
-``cos``, ``tan``, ``asin``, ``acos``, ``sinh``, ``cosh``, ``atan2``) and the error function and
-its inverse (``erf``, ``erfinv``).
+"""Transcendental functions, elementwise: exponentials and logarithms (``exp``, ``exp2``,
+``expm1``, ``log``, ``log1p``, ``log2``, ``log10``), trigonometric and hyperbolic functions
+(``sin``, ``cos``, ``tan``, ``asin``, ``acos``, ``atan``, ``sinh``, ``cosh``, ``atan2``) and the
+error function and its inverse (``erf``, ``erfinv``).
 
-``exp``/``log``/``sin``/``cos`` and their neighbours compute in the input's dtype; the
-``WideUnary`` ops (log2, log10, trigonometric and hyperbolic, erfinv), float32 rows of the AMP
-policy, compute float16/bfloat16 inputs in float32 and round once even without autocast, because
-NumPy's half-precision transcendental functions are slow and lose digits. Backward passes are
-written with ops, so double backward works.
+``exp``/``log``/``sin``/``cos`` and their neighbours keep the input's dtype, computed through the
+backend's elementwise entry point (on the CPU float16/bfloat16 compute in float32 and round
+once, ``_backend/lowp_cpu.py``); the ``WideUnary`` ops (log2, log10, trigonometric and
+hyperbolic, erfinv), float32 rows of the AMP policy, compute float16/bfloat16 inputs in float32
+and round once on every device, because half-precision transcendental functions are slow and
+lose digits. Backward passes are written with ops, so double backward works.
 """
 
 from __future__ import annotations
 
 import math
 
-from .._backend import get_array_module
+from .._backend import get_array_module, kernels
 from .._backend.dtypes import float32, float64, float_result_type
 from ..core.function import Function
 from ..core.tensor import Tensor
@@ -23,8 +24,8 @@ from ._utils import (WideUnary, as_operand, blockwise, const, fast_backward, sca
 from .elementwise import sqrt, where
 
 __all__ = [
-    "acos", "asin", "atan2", "cos", "cosh", "erf", "erfinv", "exp", "expm1", "log", "log10",
-    "log1p", "log2", "sin", "sinh", "tan",
+    "acos", "asin", "atan", "atan2", "cos", "cosh", "erf", "erfinv", "exp", "exp2", "expm1",
+    "log", "log10", "log1p", "log2", "sin", "sinh", "tan",
 ]
 
 
@@ -34,7 +35,7 @@ class Exp(Function):
     promote = "float"
 
     def forward(self, x):
-        y = get_array_module(x).exp(x)
+        y = kernels.unary(get_array_module(x).exp, x)
         self.save_for_backward(y)
         return y
 
@@ -49,7 +50,7 @@ class Log(Function):
 
     def forward(self, x):
         self.save_for_backward(x)
-        return get_array_module(x).log(x)
+        return kernels.unary(get_array_module(x).log, x)
 
     def backward(self, gy):
         (x,) = self.saved_tensors
@@ -62,7 +63,7 @@ class Log1p(Function):
 
     def forward(self, x):
         self.save_for_backward(x)
-        return get_array_module(x).log1p(x)
+        return kernels.unary(get_array_module(x).log1p, x)
 
     def backward(self, gy):
         (x,) = self.saved_tensors
@@ -74,7 +75,7 @@ class Expm1(Function):
     promote = "float"
 
     def forward(self, x):
-        y = get_array_module(x).expm1(x)
+        y = kernels.unary(get_array_module(x).expm1, x)
         self.save_for_backward(y)
         return y
 
@@ -138,7 +139,7 @@ class Sin(Function):
 
     def forward(self, x):
         self.save_for_backward(x)
-        return get_array_module(x).sin(x)
+        return kernels.unary(get_array_module(x).sin, x)
 
     def backward(self, gy):
         (x,) = self.saved_tensors
@@ -151,7 +152,7 @@ class Cos(Function):
 
     def forward(self, x):
         self.save_for_backward(x)
-        return get_array_module(x).cos(x)
+        return kernels.unary(get_array_module(x).cos, x)
 
     def backward(self, gy):
         (x,) = self.saved_tensors
@@ -420,3 +421,33 @@ class Erfinv(WideUnary):
 def erfinv(x: Tensor) -> Tensor:
     """Inverse error function on (-1, 1); +-inf at +-1 and NaN outside, like PyTorch."""
     return Erfinv.apply(x)
+
+
+# --------------------------------------------------------------------------- atan, exp2
+class Atan(WideUnary):
+    name = "atan"
+    f = staticmethod(lambda xp, x: xp.arctan(x))
+
+    def backward(self, gy):
+        (x,) = self.saved_tensors
+        return gy / (x * x + 1.0)
+
+
+class Exp2(WideUnary):
+    name = "exp2"
+    keep = "y"
+    f = staticmethod(lambda xp, x: xp.exp2(x))
+
+    def backward(self, gy):
+        (y,) = self.saved_tensors
+        return gy * (y * math.log(2.0))
+
+
+def atan(x: Tensor) -> Tensor:
+    """Inverse tangent (integer and bool input give float32, as in PyTorch)."""
+    return Atan.apply(x)
+
+
+def exp2(x: Tensor) -> Tensor:
+    """``2 ** x`` (float32 under autocast; integer and bool input give float32)."""
+    return Exp2.apply(x)

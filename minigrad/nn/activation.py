@@ -6,7 +6,9 @@ from .. import functional as F
 from . import init
 from .module import Module
 
-__all__ = ["GELU", "LeakyReLU", "PReLU", "ReLU", "SiLU", "Sigmoid", "Softmax", "Tanh"]
+__all__ = ["CELU", "ELU", "GELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU",
+           "LogSigmoid", "Mish", "PReLU", "ReLU", "ReLU6", "SELU", "SiLU", "Sigmoid",
+           "Softmax", "Softmin", "Tanh"]
 
 
 class ReLU(Module):
@@ -99,16 +101,140 @@ class Softmax(Module):
     """Softmax along ``dim`` (MegEngine: ``axis``); accumulates in float32.
 
     Args:
-        dim: the axis that sums to one (default -1; PyTorch's implicit choice is not copied).
+        dim: the axis that sums to one. None: PyTorch's and MegEngine's implicit choice
+            (0 for 0-, 1- and 3-D input, 1 otherwise), decided per call.
         axis: alias of ``dim``.
     """
 
     def __init__(self, dim: int | None = None, axis: int | None = None):
         super().__init__()
-        self.dim = -1 if dim is None and axis is None else (dim if dim is not None else axis)
+        if dim is not None and axis is not None:
+            raise TypeError("Softmax: got both dim and axis; they are one argument")
+        self.dim = dim if dim is not None else axis
 
     def forward(self, x):
         return F.softmax(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class ELU(Module):
+    """``x`` for ``x > 0``, ``alpha * (exp(x) - 1)`` otherwise. ``inplace`` is accepted and
+    ignored."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x):
+        return F.elu(x, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}"
+
+
+class CELU(Module):
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``. ``inplace`` is ignored."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x):
+        return F.celu(x, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}"
+
+
+class SELU(Module):
+    """Self-normalising ELU (PyTorch's constants). ``inplace`` is ignored."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+
+    def forward(self, x):
+        return F.selu(x)
+
+
+class Hardtanh(Module):
+    """``x`` clamped to ``[min_val, max_val]``. ``inplace`` is ignored."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+        super().__init__()
+        if min_val > max_val:
+            raise ValueError(f"Hardtanh: min_val ({min_val}) cannot be greater than max_val "
+                             f"({max_val})")
+        self.min_val, self.max_val = min_val, max_val
+
+    def forward(self, x):
+        return F.hardtanh(x, self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}"
+
+
+class ReLU6(Module):
+    """``min(max(x, 0), 6)``. ``inplace`` is ignored."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+
+    def forward(self, x):
+        return F.relu6(x)
+
+
+class Hardsigmoid(Module):
+    """``relu6(x + 3) / 6``. ``inplace`` is ignored."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+
+    def forward(self, x):
+        return F.hardsigmoid(x)
+
+
+class Hardswish(Module):
+    """``x * relu6(x + 3) / 6``. ``inplace`` is ignored."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+
+    def forward(self, x):
+        return F.hardswish(x)
+
+
+class Mish(Module):
+    """``x * tanh(softplus(x))``. ``inplace`` is ignored."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+
+    def forward(self, x):
+        return F.mish(x)
+
+
+class LogSigmoid(Module):
+    """``log(sigmoid(x))``, computed without overflow."""
+
+    def forward(self, x):
+        return F.logsigmoid(x)
+
+
+class Softmin(Module):
+    """``softmax(-x)`` along ``dim``; accumulates in float32.
+
+    Args:
+        dim: the axis that sums to one (None: what ``F.softmin`` does without one).
+    """
+
+    def __init__(self, dim: int | None = None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.softmin(x, self.dim)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"

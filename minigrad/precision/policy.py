@@ -110,16 +110,19 @@ _DEFAULT.update(_rows(Category.FP32, """
 """))
 _DEFAULT.update(_rows(Category.LOWER_INPUT, "batch_norm"))
 _DEFAULT.update(_rows(Category.FP32_WARN, "binary_cross_entropy"))
+# PyTorch's spellings of these ops are aliases that run (and are governed) as the op they
+# call: clamp as clip, unsqueeze as expand_dims, chunk as split, masked_fill as where; an
+# in-place ``x[i] = v`` (setitem) is a write outside the dispatch. They have no rows.
 _DEFAULT.update(_rows(Category.PASSTHROUGH, """
     cast to_device clone detach
     neg abs sign relu relu6 leaky_relu elu selu celu gelu silu mish hardswish hardsigmoid
-    hardtanh sigmoid logsigmoid tanh sin cos atan floor ceil round trunc clip clamp square
-    dropout max min argmax argmin sort argsort topk cummax cummin
+    hardtanh sigmoid logsigmoid tanh sin cos atan floor ceil round trunc clip square
+    dropout max min argmax argmin sort argsort topk kthvalue median mode cummax cummin
     equal not_equal less less_equal greater greater_equal logical_not logical_and logical_or
     logical_xor isnan isinf isfinite
-    reshape flatten transpose swapaxes broadcast_to expand_dims squeeze unsqueeze getitem
-    setitem split chunk pad flip roll repeat tile gather index_select take_along_axis
-    masked_fill one_hot embedding max_pool1d max_pool2d avg_pool1d avg_pool2d
+    reshape flatten transpose swapaxes broadcast_to expand_dims squeeze getitem
+    split pad flip roll repeat tile gather index_select take_along_axis
+    one_hot embedding max_pool1d max_pool2d avg_pool1d avg_pool2d
     adaptive_avg_pool2d adaptive_max_pool2d pixel_shuffle unfold fold permute max_pool2d_gather
     conv2d_backward_data conv2d_backward_filter
 """))

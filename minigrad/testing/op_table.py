@@ -38,7 +38,7 @@ NON_OPS: dict = {}
 # Op families that must declare at least one error input (one file each under functional/).
 FAMILIES = ("activation", "attention", "cast", "conv", "conv_nd", "distance", "dropout",
             "elementwise", "loss", "loss_margin", "matmul", "normalization", "pooling",
-            "recurrent", "reduction", "sampling", "scan", "shape", "sparse",
+            "recurrent", "reduction", "sampling", "scan", "shape", "sorting", "sparse",
             "transcendental", "upsample")
 
 

@@ -1,5 +1,7 @@
 """Op-table entries for ``minigrad/functional/activation.py`` and ``F.nn.logsoftmax``."""
 
+import dataclasses
+
 import numpy as np
 
 from ..op_table import INF, NAN, ErrorInput, NonFinite, OpInfo, Sample, ints, rand
@@ -57,4 +59,70 @@ OPS = [
     _entry("log_softmax", lambda x, axis=-1: np.log(_softmax(x, axis))),
     _entry("nn.logsoftmax", lambda x, axis=-1: np.log(_softmax(x, axis)),
            policy_name="log_softmax"),
+]
+
+
+# --------------------------------------------------------------------------- added in issue 21
+_SELU_A, _SELU_S = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def _wide(*shape, seed=0):
+    """float64 in [-5, 5): both sides of every kink (+-3, 0) and the saturated tails."""
+    return rand(*shape, low=-5.0, high=5.0, seed=seed)
+
+
+def _relu6_domain(*shape, seed=0):
+    return rand(*shape, low=-3.0, high=9.0, seed=seed)
+
+
+def _elu_ref(x, alpha=1.0, scale=1.0, input_scale=1.0):
+    return scale * np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0) * input_scale))
+
+
+def _softplus(x):
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+def _integer_refused(name):
+    return (ErrorInput((ints(3, 2),), ValueError, (name, "floating"), name="integer"),)
+
+
+def _float_act(name, special, ref, domain=_wide, gradgrad=True, **kw):
+    return _unary(name, "passthrough", special, ref=ref, domain=domain, gradgrad=gradgrad,
+                  errors=_integer_refused(name), **kw)
+
+
+def _hardsigmoid(x):
+    return np.minimum(np.maximum(x + 3, 0), 6) / 6
+
+
+OPS += [
+    _float_act("elu", [NAN, INF, -1.5], lambda x, alpha=1.0: _elu_ref(x, alpha),
+               kwargs={"alpha": 1.5}),
+    _float_act("celu", [NAN, INF, -2.0], lambda x, alpha=1.0: _elu_ref(x, alpha, 1.0, 1 / alpha),
+               kwargs={"alpha": 2.0}),
+    _float_act("selu", [NAN, INF, -_SELU_A * _SELU_S],
+               lambda x: _elu_ref(x, _SELU_A, _SELU_S)),
+    _float_act("hardsigmoid", [NAN, 1.0, 0.0], _hardsigmoid, gradgrad=False),
+    _float_act("hardswish", [NAN, INF, NAN], lambda x: x * _hardsigmoid(x)),
+    _float_act("mish", [NAN, INF, NAN], lambda x: x * np.tanh(_softplus(x))),
+    _float_act("logsigmoid", [NAN, 0.0, -INF], lambda x: -_softplus(-x)),
+    # piecewise linear: no second derivative; integers keep their dtype, bool is refused
+    _unary("relu6", "passthrough", [NAN, 6.0, 0.0], ref=lambda x: np.clip(x, 0, 6),
+           domain=_relu6_domain, gradgrad=False,
+           errors=(ErrorInput((np.array([True, False]),), ValueError, ("relu6", "bool"),
+                              name="bool"),)),
+    _unary("hardtanh", "passthrough", [NAN, 0.5, -0.5], kwargs={"min_val": -0.5, "max_val": 0.5},
+           ref=lambda x, min_val=-1.0, max_val=1.0: np.clip(x, min_val, max_val),
+           gradgrad=False,
+           errors=(ErrorInput((np.array([True, False]),), ValueError, ("hardtanh", "bool"),
+                              name="bool"),
+                   ErrorInput((rand(2),), ValueError, ("hardtanh", "min_val"),
+                              {"min_val": 1.0, "max_val": 0.0}, name="bounds"))),
+    # softmin([1, inf]) is [1, 0]: -inf only vanishes (softmax of -x); NaN still spreads
+    dataclasses.replace(
+        _entry("softmin", lambda x, axis=-1: _softmax(-x, axis)),
+        nonfinite=(NonFinite((np.array([1.0, NAN]),), [NAN, NAN], name="nan"),
+                   NonFinite((np.array([1.0, INF]),), [1.0, 0.0], name="inf"),
+                   NonFinite((np.array([1.0, -INF]),), [NAN, NAN], name="-inf"))),
 ]

@@ -107,3 +107,65 @@ OPS = [
     _fused("addcmul", lambda x, a, b, value=1: x + value * a * b),
     _fused("addcdiv", lambda x, a, b, value=1: x + value * a / b, right=pos),
 ]
+
+
+def _spread(*shape, seed=0):
+    """float64 in [-4, 4): several integers (and halves) inside the range."""
+    return rand(*shape, low=-4.0, high=4.0, seed=seed)
+
+
+def _rounding(name, ufunc, special):
+    return _unary(name, "passthrough", special, ref=ufunc, domain=_spread,
+                  gradgrad=False,  # a zero gradient: a constant, no second derivative
+        errors=(ErrorInput((np.array([True, False]),), ValueError, (name, "bool"),
+                           name="bool"),))
+
+
+def _lerp_ref(start, end, weight):
+    return start + weight * (end - start)
+
+
+OPS += [
+    _rounding("floor", np.floor, [NAN, INF, -INF]),
+    _rounding("ceil", np.ceil, [NAN, INF, -INF]),
+    _rounding("trunc", np.trunc, [NAN, INF, -INF]),
+    OpInfo("round", "elementwise", (
+        Sample((_spread(3, 4),)),
+        # exactly on the jumps: the values only (the finite differences straddle them)
+        Sample((np.array([0.5, 1.5, 2.5, -0.5, -2.5]),), name="halves", grad=False,
+               expect=[0.0, 2.0, 2.0, -0.0, -2.0]),
+        Sample((10 * _spread(3, 4),), {"decimals": -1}, name="decimals_neg"),
+        Sample((_spread(3, 4),), {"decimals": 2}, name="decimals"),
+        Sample((rand(),), name="0d"), Sample((rand(0, 3),), name="empty")), "passthrough",
+        ref=lambda x, decimals=0: np.round(x, decimals),
+        nonfinite=(NonFinite((SPECIAL,), [NAN, INF, -INF]),),
+        errors=(ErrorInput((np.array([True, False]),), ValueError, ("round", "bool"),
+                           name="bool"),
+                ErrorInput((np.array([1, 2]),), ValueError, ("round", "decimals"),
+                           {"decimals": 1}, name="int_decimals"))),
+    _binary("copysign", "promote", np.copysign, nonfinite=(
+        NonFinite((SPECIAL, np.array([1.0, -1.0, 1.0])), [NAN, -INF, INF]),)),
+    # the divisor away from 0 (and integer divisors never 0 in the oracle's int samples)
+    _binary("fmod", "promote", np.fmod, right=pos, nonfinite=(
+        NonFinite((np.array([NAN, INF, 3.0, -3.0, 3.0]), np.array([2.0, 2.0, INF, INF, 0.0])),
+                  [NAN, NAN, 3.0, -3.0, NAN]),)),
+    _binary("remainder", "promote", np.remainder, right=pos, nonfinite=(
+        NonFinite((np.array([NAN, INF, 3.0, -3.0, 3.0]), np.array([2.0, 2.0, INF, INF, 0.0])),
+                  [NAN, NAN, 3.0, INF, NAN]),)),
+    _binary("hypot", "promote", np.hypot, gradgrad=True, nonfinite=(
+        NonFinite((SPECIAL, np.array([1.0, 1.0, NAN])), [NAN, INF, INF]),)),
+    _binary("logical_xor", "passthrough", np.logical_xor, differentiable=False),
+    OpInfo("lerp", "elementwise", (
+        Sample((rand(3, 4), rand(3, 4, seed=1), rand(3, 4, seed=2))),
+        Sample((rand(3, 4), rand(3, 4, seed=1), 0.3), name="scalar_weight"),
+        Sample((rand(3, 4), rand(3, 4, seed=1), 0.8), name="scalar_weight_high"),
+        Sample((rand(4), rand(3, 1, seed=1), rand(3, 4, seed=2)), name="broadcast"),
+        Sample((rand(), rand(seed=1), rand(seed=2)), name="0d"),
+        Sample((rand(0, 4), rand(4, seed=1), 0.5), name="empty")), "promote",
+        gradgrad=True, ref=_lerp_ref,
+        nonfinite=(NonFinite((SPECIAL, np.array([1.0, 1.0, 1.0]), 0.5), [NAN, INF, -INF]),),
+        errors=(ErrorInput((np.array([1, 2]), np.array([3, 4]), 0.5), ValueError,
+                           ("lerp", "floating"), name="integer"),
+                ErrorInput((rand(2, 3), rand(4), 0.5), ValueError, ("lerp", "(2, 3)", "(4,)"),
+                           name="broadcast"))),
+]

@@ -91,3 +91,33 @@ OPS = [
     OpInfo("nn.square_loss", "loss", (Sample((rand(3, 4), rand(3, 4, seed=1)), const=(1,)),),
            "fp32", policy_name="mse_loss"),
 ]
+
+
+def _log_softmax_of(*shape, seed=0):
+    z = rand(*shape, low=-2.0, high=2.0, seed=seed)
+    return z - np.log(np.exp(z).sum(-1, keepdims=True))
+
+
+_CTC_TARGETS = np.array([[1, 3, 3, 2], [2, 2, 4, 1], [3, 1, 2, 4]])
+_CTC = (_log_softmax_of(12, 3, 5), _CTC_TARGETS, np.array([12, 9, 7]), np.array([4, 3, 0]))
+
+OPS += [
+    OpInfo("ctc_loss", "loss", (
+        Sample(_CTC, const=()),
+        Sample(_CTC, {"reduction": "sum"}, name="sum"),
+        Sample(_CTC, {"reduction": "none"}, name="none"),
+        Sample((_CTC[0], np.array([1, 3, 3, 2, 2, 2, 4]), _CTC[2], _CTC[3]), name="concatenated"),
+        Sample((_log_softmax_of(6, 4), np.array([3, 1]), np.array(6), np.array(2)),
+               name="unbatched"),
+        Sample((_log_softmax_of(3, 2, 5), np.array([[1, 1], [2, 3]]), np.array([3, 3]),
+                np.array([2, 2])), {"zero_infinity": True, "reduction": "none"},
+               name="impossible"),  # 1, 1 needs a blank between: 3 frames hold it; [2, 3] too
+        Sample((_log_softmax_of(4, 2, 5), np.array([[1], [2]]), np.array([4, 4]),
+                np.array([1, 1])), {"blank": 4}, name="blank")), "fp32",
+        errors=(ErrorInput((_CTC[0], np.zeros((3, 4), np.int64), _CTC[2], _CTC[3]), ValueError,
+                           ("ctc_loss", "blank"), name="blank_target"),
+                ErrorInput((_CTC[0], _CTC_TARGETS, np.array([13, 9, 7]), _CTC[3]), ValueError,
+                           ("ctc_loss", "input_lengths"), name="too_long"),
+                ErrorInput((_CTC[0].astype(np.int64), _CTC_TARGETS, _CTC[2], _CTC[3]),
+                           ValueError, ("ctc_loss", "floating"), name="integer"))),
+]

@@ -4,6 +4,27 @@ import numpy as np
 
 from ..op_table import INF, NAN, ErrorInput, NonFinite, OpInfo, Sample, rand
 
+
+
+def _avg_pool_ref(x, kernel_size, stride=None, padding=0, mode="average_count_exclude_padding",
+                  count_include_pad=None):
+    """Average pooling; the padding counts in the mean unless excluded (MegEngine's default
+    mode, PyTorch's ``count_include_pad=False``)."""
+    k = kernel_size
+    s = k if stride is None else stride
+    include = mode == "average" if count_include_pad is None else count_include_pad
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    ones = np.pad(np.ones(x.shape[2:]), padding)
+    oh, ow = (xp.shape[2] - k) // s + 1, (xp.shape[3] - k) // s + 1
+    out = np.empty(x.shape[:2] + (oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            win = xp[:, :, i * s:i * s + k, j * s:j * s + k].sum((2, 3))
+            n = k * k if include else ones[i * s:i * s + k, j * s:j * s + k].sum()
+            out[:, :, i, j] = win / n
+    return out
+
+
 __all__ = ["OPS"]
 
 OPS = [
@@ -19,14 +40,85 @@ OPS = [
     OpInfo("avg_pool2d", "pooling", (
         Sample((rand(1, 2, 4, 4), 2)),
         Sample((rand(2, 1, 5, 5), 3), {"stride": 2, "padding": 1}, name="padding"),
+        Sample((rand(2, 1, 5, 5), 3), {"stride": 2, "padding": 1, "count_include_pad": False},
+               name="exclude_pad", expect=_avg_pool_ref(rand(2, 1, 5, 5), 3, 2, 1,
+                                                         count_include_pad=False)),
         Sample((rand(0, 2, 4, 4), 2), name="empty")), "passthrough",
         errors=(ErrorInput((rand(1, 1, 4, 4), 2), ValueError, ("avg_pool2d", "padding"),
                            {"padding": 2}, name="padding"),),
         nonfinite=(NonFinite((np.array([[[[1.0, INF], [2.0, 3.0]]]]), 2), [[[[INF]]]]),)),
+    # MegEngine's F.nn.avg_pool2d: the padding is left out of the mean by default
+    OpInfo("nn.avg_pool2d", "pooling", (
+        Sample((rand(2, 1, 5, 5), 3), {"stride": 2, "padding": 1}),
+        Sample((rand(1, 2, 4, 4), 2), name="no_padding"),
+        Sample((rand(2, 1, 5, 5), 3, 2, 1, "average"), name="average")), "passthrough",
+        policy_name="avg_pool2d", ref=_avg_pool_ref,
+        errors=(ErrorInput((rand(1, 1, 4, 4), 2), ValueError, ("avg_pool2d", "mode"),
+                           {"mode": "max"}, name="mode"),)),
     OpInfo("adaptive_avg_pool2d", "pooling", (
         Sample((rand(1, 2, 5, 6), (2, 3))),
         Sample((rand(2, 1, 4, 4), 1), name="global"),
         Sample((rand(0, 2, 4, 4), 2), name="empty")), "passthrough",
         errors=(ErrorInput((rand(1, 1, 4, 4), 0), ValueError,
                            ("adaptive_avg_pool2d", "output_size"), name="size"),)),
+]
+
+
+def _pool1d_ref(reduce):
+    def ref(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+        s = kernel_size if stride is None else stride
+        fill = -np.inf if reduce is np.max else 0.0
+        xp = np.pad(x, ((0, 0), (0, 0), (padding, padding)), constant_values=fill)
+        n_out = (xp.shape[2] - kernel_size) // s + 1
+        wins = np.stack([xp[:, :, i * s:i * s + kernel_size] for i in range(n_out)], axis=2)
+        if reduce is np.max:
+            return wins.max(-1)
+        if count_include_pad:
+            return wins.mean(-1)
+        inside = np.pad(np.ones(x.shape[2]), padding)
+        counts = np.array([inside[i * s:i * s + kernel_size].sum() for i in range(n_out)])
+        return wins.sum(-1) / counts
+    return ref
+
+
+def _adaptive_max_ref(x, output_size, return_indices=False):
+    oh, ow = (output_size, output_size) if isinstance(output_size, int) else output_size
+    h, w = x.shape[2:]
+    oh, ow = h if oh is None else oh, w if ow is None else ow
+    out = np.empty(x.shape[:2] + (oh, ow))
+    for i in range(oh):
+        for j in range(ow):
+            out[:, :, i, j] = x[:, :, i * h // oh:-(-(i + 1) * h // oh),
+                                j * w // ow:-(-(j + 1) * w // ow)].max((2, 3))
+    return out
+
+
+OPS += [
+    OpInfo("max_pool1d", "pooling", (
+        Sample((rand(2, 3, 8), 2)),
+        Sample((rand(2, 1, 7), 3), {"stride": 2, "padding": 1}, name="padding"),
+        Sample((rand(0, 2, 6), 2), name="empty")), "passthrough", ref=_pool1d_ref(np.max),
+        errors=(ErrorInput((rand(1, 4, 4, 4), 2), ValueError, ("max_pool1d", "(N, C, L)"),
+                           name="ndim"),
+                ErrorInput((np.ones((1, 1, 4), np.int64), 2), ValueError,
+                           ("max_pool1d", "floating"), name="integer")),
+        nonfinite=(NonFinite((np.array([[[1.0, NAN, 2.0, INF]]]), 2), [[[NAN, INF]]]),)),
+    OpInfo("avg_pool1d", "pooling", (
+        Sample((rand(2, 3, 8), 2)),
+        Sample((rand(2, 1, 7), 3), {"stride": 2, "padding": 1}, name="padding"),
+        Sample((rand(2, 1, 7), 3), {"stride": 2, "padding": 1, "count_include_pad": False},
+               name="exclude_pad"),
+        Sample((rand(0, 2, 6), 2), name="empty")), "passthrough", ref=_pool1d_ref(np.mean),
+        errors=(ErrorInput((rand(1, 1, 4), 2), ValueError, ("avg_pool1d", "padding"),
+                           {"padding": 2}, name="padding"),),
+        nonfinite=(NonFinite((np.array([[[1.0, INF, 2.0, 3.0]]]), 2), [[[INF, 2.5]]]),)),
+    OpInfo("adaptive_max_pool2d", "pooling", (
+        Sample((rand(1, 2, 5, 6), (2, 3))),
+        Sample((rand(2, 1, 4, 4), 1), name="global"),
+        Sample((rand(1, 2, 5, 7), (3, None)), name="keep_width"),
+        Sample((rand(1, 2, 5, 6), (2, 3), True), name="indices"),
+        Sample((rand(0, 2, 4, 4), 2), name="empty")), "passthrough", ref=_adaptive_max_ref,
+        errors=(ErrorInput((rand(1, 1, 4, 4), 0), ValueError,
+                           ("adaptive_max_pool2d", "output_size"), name="size"),),
+        nonfinite=(NonFinite((np.array([[[[1.0, NAN], [INF, 2.0]]]]), 1), [[[[NAN]]]]),)),
 ]

@@ -47,3 +47,24 @@ OPS = [
         errors=(ErrorInput((rand(2, 3),), (IndexError, ValueError), ("cumprod", "out of range"),
                            {"axis": 2}, name="bad_axis"),)),
 ]
+
+
+def _extreme(name, accumulate):
+    ties = np.array([[1.0, 1.0, 0.0, 1.0, 2.0], [0.5, -1.0, 0.5, -1.0, 0.5]])
+    return OpInfo(name, "scan", (
+        Sample((rand(3, 4), 1)),
+        Sample((rand(3, 4), 0), name="axis0"),
+        Sample((rand(3, 4),), {"dim": -1}, name="dim"),
+        # ties: the later position wins; not differentiable there
+        Sample((ties, 1), name="ties", grad=False),
+        Sample((rand(), 0), name="0d"),
+        Sample((rand(0, 4), 1), name="empty")), "passthrough",
+        ref=lambda x, axis=None, dim=None: accumulate(x, axis=dim if axis is None else axis)
+        if x.ndim else x,
+        errors=(ErrorInput((rand(2, 3), 2), IndexError, (name, "Dimension out of range"),
+                           name="bad_axis"),
+                ErrorInput((rand(2, 3),), TypeError, (name, "required"), name="no_axis")),
+        nonfinite=(NonFinite((np.array([1.0, NAN, 2.0, NAN]), 0), [1.0, NAN, NAN, NAN]),))
+
+
+OPS += [_extreme("cummax", np.maximum.accumulate), _extreme("cummin", np.minimum.accumulate)]

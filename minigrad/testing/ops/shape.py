@@ -66,6 +66,14 @@ OPS = [
                 Sample((rand(2, 3), ((1, 1), (1, 1))), {"mode": "reflect"}, name="reflect"),
                 Sample((rand(0, 3), ((0, 0), (1, 1))), {"value": 2.0}, name="empty")],
         [ErrorInput((rand(2, 3), ((1, 1),)), ValueError, "pad", name="width")]),
+    # MegEngine's F.nn.pad: the same pairs, the fill value named constant_value
+    OpInfo("nn.pad", "shape", (
+        Sample((rand(2, 3), ((1, 0), (0, 2))), {"constant_value": 3.0}),
+        Sample((rand(2, 3), ((1, 1), (1, 1)), "reflect"), name="reflect")), "passthrough",
+        policy_name="pad",
+        ref=lambda x, w, mode="constant", constant_value=0.0: np.pad(
+            x, w, mode, **({"constant_values": constant_value} if mode == "constant" else {})),
+        errors=(ErrorInput((rand(2, 3), ((1, 1),)), ValueError, "pad", name="width"),)),
     _op("repeat", [Sample((rand(2, 3), 2)), Sample((rand(2, 3), 2, 1), name="axis"),
                    Sample((rand(0, 3), 2, 0), name="empty")],
         [ErrorInput((rand(2, 3), -1), ValueError, ("repeat", "-1"), name="negative")]),
@@ -93,4 +101,76 @@ OPS = [
                     Sample((np.array([], np.int64), 2), name="empty")],
         [ErrorInput((np.array([3]), 2), ValueError, ("one_hot", "num_classes=2"), name="range")],
         differentiable=False, ref=lambda t, n: np.eye(n)[t]),
+]
+
+OPS += [
+    _op("flip", [Sample((rand(3, 4), 1)), Sample((rand(2, 3, 4), (0, 2)), name="axes"),
+                 Sample((rand(2, 3),), name="all"), Sample((rand(), 0), name="0d"),
+                 Sample((rand(0, 3), 1), name="empty")],
+        [ErrorInput((rand(2, 3), 2), IndexError, ("flip", "Dimension out of range"),
+                    name="bad_axis"),
+         ErrorInput((rand(2, 3), (0, 0)), ValueError, ("flip", "repeated"), name="repeated")],
+        ref=lambda x, axis=None: np.flip(x, axis) if x.ndim else x),
+    _op("roll", [Sample((rand(3, 4), 5)), Sample((rand(3, 4), (1, -2), (0, 1)), name="axes"),
+                 Sample((rand(3, 4), -1, 1), name="axis"),
+                 Sample((rand(0, 3), 1, 1), name="empty")],
+        [ErrorInput((rand(2, 3), (1, 2), 0), ValueError, ("roll", "same length"),
+                    name="lengths"),
+         ErrorInput((rand(), 1), IndexError, ("roll", "0-d"), name="0d")],
+        ref=lambda x, shifts, axis=None: np.roll(x, shifts, axis)),
+    _op("take_along_axis", [
+        Sample((rand(3, 4), ints(4, 3, 2), 1)),
+        Sample((rand(3, 4), ints(3, 2, 4), 0), name="axis0"),
+        Sample((rand(3, 4), ints(4, 1, 5), 1), name="broadcast"),
+        Sample((rand(3, 4), ints(12, 5)), name="flat"),
+        Sample((rand(3, 4), ints(4, 3, 0), 1), name="empty")],
+        [ErrorInput((rand(2, 3), np.array([[5], [0]]), 1), (IndexError, ValueError),
+                    ("take_along_axis", "out of range"), name="index"),
+         ErrorInput((rand(2, 3), np.array([0, 1]), 1), ValueError,
+                    ("take_along_axis", "dimensions"), name="ndim")],
+        ref=lambda x, idx, axis=None: np.take_along_axis(x, idx, axis)),
+]
+
+
+def _index_add_ref(x, axis, idx, src, alpha=1):
+    out = np.array(x, dtype=np.float64)
+    np.add.at(np.moveaxis(out, axis, 0) if out.ndim else out.reshape(1), idx,
+              alpha * (np.moveaxis(src, axis, 0) if out.ndim else np.reshape(src, -1)))
+    return out
+
+
+OPS += [
+    OpInfo("index_add", "shape", (
+        Sample((rand(3, 4), 1, np.array([3, 0, 3]), rand(3, 3, seed=1))),
+        Sample((rand(3, 4), 0, np.array([2, 2]), rand(2, 4, seed=1)), {"alpha": 2},
+               name="alpha"),
+        Sample((rand(), 0, np.array([0]), rand(seed=1)), name="0d"),
+        Sample((rand(3, 4), 0, np.array([], np.int64), rand(0, 4, seed=1)), name="empty")),
+        "promote", ref=_index_add_ref,
+        errors=(ErrorInput((rand(2, 3), 1, np.array([3]), rand(2, 1)), (IndexError, ValueError),
+                           ("index_add", "out of range"), name="index"),
+                ErrorInput((rand(2, 3), 1, np.array([0]), rand(2, 2)), ValueError,
+                           ("index_add", "source"), name="source_shape"),
+                ErrorInput((rand(2, 3), 1, np.array([0]), rand(2, 1).astype(np.float32)),
+                           ValueError, ("index_add", "same dtype"), name="dtypes"))),
+]
+
+
+def _pixel_shuffle_ref(x, r):
+    *lead, c, h, w = x.shape
+    y = x.reshape(*lead, c // (r * r), r, r, h, w)
+    k = len(lead)
+    y = np.transpose(y, tuple(range(k)) + (k, k + 3, k + 1, k + 4, k + 2))
+    return y.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+OPS += [
+    _op("pixel_shuffle", [Sample((rand(2, 8, 2, 3), 2)), Sample((rand(9, 2, 2), 3), name="3d"),
+                          Sample((rand(2, 2, 4, 1, 2), 2), name="5d"),
+                          Sample((rand(0, 4, 2, 2), 2), name="empty")],
+        [ErrorInput((rand(1, 6, 2, 2), 2), ValueError, ("pixel_shuffle", "divisible"),
+                    name="channels"),
+         ErrorInput((rand(4, 2), 2), ValueError, ("pixel_shuffle", "(*, C, H, W)"),
+                    name="ndim")],
+        ref=_pixel_shuffle_ref),
 ]

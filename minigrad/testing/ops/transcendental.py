@@ -65,3 +65,8 @@ OPS = [
                 ErrorInput((rand(2, 3), rand(4)), ValueError, ("atan2", "(2, 3)", "(4,)"),
                            name="broadcast"))),
 ]
+
+OPS += [
+    _unary("atan", "passthrough", [NAN, np.pi / 2, -np.pi / 2], ref=np.arctan),
+    _unary("exp2", "fp32", [NAN, INF, 0.0], ref=np.exp2),
+]

@@ -119,6 +119,19 @@ __all__ = ["OPS"]
 OPS = [
     _entry("interpolate", _INTERP, _resize,
            nonfinite=_nan_case({"scale_factor": 2}, "nearest")),
+    # MegEngine's F.nn.interpolate: bilinear (align_corners False) unless told otherwise
+    OpInfo("nn.interpolate", "upsample", (
+        Sample((rand(1, 2, 3, 4),), {"size": (5, 7)}),
+        Sample((rand(1, 2, 3, 4),), {"scale_factor": 2.0}, name="scale"),
+        Sample((rand(2, 2, 4),), {"size": 7, "mode": "LINEAR", "align_corners": True},
+               name="linear_align"),
+        Sample((rand(1, 2, 3, 4),), {"size": (6, 8), "mode": "nearest"}, name="nearest")),
+        "fp32", policy_name="upsample_bilinear", gradgrad=True,
+        ref=lambda x, size=None, scale_factor=None, mode="bilinear", align_corners=None:
+            _resize(x, size, scale_factor, mode.lower(), align_corners),
+        errors=(ErrorInput((rand(1, 2, 3, 4),), ValueError, ("align_corners", "bilinear"),
+                           {"size": 4, "mode": "nearest", "align_corners": False},
+                           name="align_nearest"),)),
     _entry("upsample", _INTERP[:2], _resize, row="interpolate",
            nonfinite=_nan_case({"size": 8, "mode": "linear"}, "linear")),
     _entry("upsample_nearest", [
