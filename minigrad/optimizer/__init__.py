@@ -1,4 +1,5 @@
-"""Optimizers (SGD, Adam, AdamW), gradient clipping and learning-rate schedulers.
+"""Optimizers (SGD, Adam, AdamW, Adagrad, Adadelta, RMSprop, Adamax, NAdam, RAdam), gradient
+clipping and learning-rate schedulers.
 
 Example:
     >>> import minigrad as mg
@@ -13,10 +14,12 @@ Example:
 
 from . import lr_scheduler
 from .adam import Adam, AdamW
+from .adam_variants import Adamax, NAdam, RAdam
+from .adaptive import Adadelta, Adagrad, RMSprop
 from .clip import clip_grad_norm, clip_grad_value
 from .momentum import Momentum
 from .optimizer import Optimizer
 from .sgd import SGD
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Momentum", "clip_grad_norm", "clip_grad_value",
-           "lr_scheduler"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "RMSprop", "Adamax",
+           "NAdam", "RAdam", "Momentum", "clip_grad_norm", "clip_grad_value", "lr_scheduler"]
