@@ -47,3 +47,4 @@ __all__ = [
     "clear_autocast_cache", "get_autocast_dtype", "is_autocast_available", "is_autocast_enabled",
     "set_autocast_enabled", "set_default_device", "get_default_device",
 ]
+__all__ += compat.torch.functions.EXPORTED  # mg.cat, mg.long, mg.device, ... (not mg.sum)

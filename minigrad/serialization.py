@@ -118,6 +118,12 @@ class _Encoder:
         if isinstance(obj, tuple):
             return {"$tuple": [self.encode(v, f"{where}{sep}{i}", depth)
                                for i, v in enumerate(obj)]}
+        if callable(getattr(obj, "state_dict", None)):  # a Module, an optimizer, a scheduler
+            raise TypeError(
+                f"mg.save: cannot store the {type(obj).__name__} object itself at "
+                f"'{where or '<root>'}': checkpoints hold data, never objects (loading them would "
+                f"mean running code); save its state instead, mg.save(obj.state_dict(), f), and "
+                "restore it into a new object with obj.load_state_dict(mg.load(f))")
         raise TypeError(
             f"mg.save: cannot store a {type(obj).__name__} at '{where or '<root>'}'; checkpoints "
             "hold dicts, lists, tuples, Tensors, NumPy/CuPy arrays, numbers, strings, bools and "
@@ -223,18 +229,22 @@ def _atomic_write(path: str, chunks) -> None:
 
 
 def save(obj, path) -> None:
-    """Write ``obj`` to ``path`` as a safetensors checkpoint, atomically.
+    """Write ``obj`` to ``path`` (or a binary file object) as a safetensors checkpoint,
+    atomically.
 
     Args:
         obj: nested dicts/lists/tuples of Tensors, NumPy/CuPy arrays, numbers (ints of any
             size, floats incl. inf/NaN), strings, bools and None -- e.g. ``{"model":
             model.state_dict(), "optimizer": opt.state_dict(), "epoch": 3, "rng":
             mg._backend.random.get_state()}``. GPU arrays are copied to the host.
-        path: the file to write (its directory must exist); replaced atomically.
+        path: the file to write (its directory must exist); replaced atomically. A file object
+            opened for binary writing (``io.BytesIO``, ``open(p, "wb")``) gets the bytes written
+            at its position instead (atomicity is then the caller's).
 
     Raises:
-        TypeError: an object of another type (the message names where it is), or an array
-            dtype safetensors cannot store.
+        TypeError: an object of another type (the message names where it is; a whole Module
+            or optimizer: save its ``state_dict()``), or an array dtype safetensors cannot
+            store.
         ValueError: the object nests deeper than :data:`MAX_DEPTH` levels.
 
     Example:
@@ -257,10 +267,33 @@ def save(obj, path) -> None:
     data = _serialize(enc.tensors, metadata)
     hole = _crc_hole(data, 8 + int.from_bytes(data[:8], "little"))
     view = memoryview(data)  # written in three pieces: no copy of a large checkpoint
-    _atomic_write(os.fspath(path), (view[:hole], _file_crc(data, hole), view[hole + 8:]))
+    chunks = (view[:hole], _file_crc(data, hole), view[hole + 8:])
+    if hasattr(path, "write"):  # a file object (io.BytesIO, an open file)
+        for chunk in chunks:
+            path.write(chunk)
+        return
+    _atomic_write(os.fspath(path), chunks)
 
 
 # ---------------------------------------------------------------------------------- decoding
+def _load_device(device, map_location):
+    if map_location is None:
+        return device
+    if device is not None:
+        raise TypeError("mg.load: got both device= and map_location=; they are one argument "
+                        "(map_location is PyTorch's spelling): pass one of them")
+    if callable(map_location):
+        probe = object()
+        if map_location(probe, "cpu") is probe:  # ``lambda storage, loc: storage``: stay put
+            return "cpu"
+        raise TypeError("mg.load: map_location functions other than `lambda storage, loc: "
+                        "storage` are not supported; pass the device, e.g. map_location='cuda'")
+    if isinstance(map_location, dict):
+        raise TypeError("mg.load: a map_location dict is not supported; pass the device, e.g. "
+                        "map_location='cpu'")
+    return map_location
+
+
 class _Decoder:
     def __init__(self, arrays: dict, device: str, path: str):
         self.arrays = arrays
@@ -349,13 +382,19 @@ def _read_header(data: bytes, path: str) -> dict:
     return meta
 
 
-def load(path, device="cpu"):
+def load(path, device=None, *, map_location=None, weights_only=None, mmap=None):
     """Read a checkpoint written by :func:`save`; never executes code.
 
     Args:
-        path: the checkpoint file.
-        device: where Tensors and arrays are placed (``"cpu"`` gives NumPy arrays, ``"cuda"``
-            CuPy arrays); NumPy scalars stay on the host.
+        path: the checkpoint file, or a binary file object (``io.BytesIO``) read from its
+            position.
+        device: where Tensors and arrays are placed (``"cpu"``, the default, gives NumPy arrays,
+            ``"cuda"`` CuPy arrays); NumPy scalars stay on the host.
+        map_location: PyTorch's spelling of ``device`` (a device string or ``mg.device``; the
+            idiom ``lambda storage, loc: storage`` means the CPU).
+        weights_only, mmap: PyTorch's switches, accepted and ignored: a minigrad checkpoint
+            holds data only (no pickle), so every load is what ``weights_only=True`` asks for,
+            and ``weights_only=False`` enables nothing more.
 
     Returns:
         The saved object: dicts, lists, tuples, Tensors (Parameters stay Parameters), arrays,
@@ -365,10 +404,14 @@ def load(path, device="cpu"):
         ValueError: the file is truncated, corrupt (bad header, checksum mismatch) or not a
             minigrad checkpoint; the message names the path and the problem.
     """
-    path = os.fspath(path)
-    device = B.normalize_device(device)
-    with open(path, "rb") as f:
-        data = f.read()
+    device = B.normalize_device(_load_device(device, map_location) or "cpu")
+    if hasattr(path, "read"):  # a file object
+        data = path.read()
+        path = str(getattr(path, "name", f"<{type(path).__name__}>"))
+    else:
+        path = os.fspath(path)
+        with open(path, "rb") as f:
+            data = f.read()
     meta = _read_header(data, path)
     try:
         flat = safetensors.deserialize(data)

@@ -8,6 +8,12 @@ region; ``@custom_bwd`` on ``backward`` runs the backward in the autocast state 
 in (the engine otherwise runs backward with autocast off, invariant 5). Both are decorators over
 the methods: ``Function.apply`` is unchanged.
 
+They decorate both protocols: minigrad's (``forward(self, *arrays)``: the forward computes on
+arrays, so only ``cast_inputs`` matters) and PyTorch's (``@staticmethod forward(ctx, *tensors)``
+on ``mg.autograd.Function``): there the forward's own ops are dispatched, so without
+``cast_inputs`` they run under the ambient autocast (PyTorch's ``MyMM`` example, ``a.mm(b)``
+inside ``@custom_fwd``, is float16 in a float16 region), and ``cast_inputs`` casts the Tensors.
+
 Example:
     >>> import minigrad as mg
     >>> from minigrad import amp

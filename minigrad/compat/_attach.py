@@ -8,7 +8,7 @@ import types
 __all__ = ["attach_module", "attach_names"]
 
 
-def attach_names(module: types.ModuleType, **names) -> None:
+def attach_names(module: types.ModuleType, /, **names) -> None:  # "/": a name may be "module"
     """Set ``names`` on ``module`` and list them in its ``__all__`` (``from m import *``)."""
     for name, value in names.items():
         if hasattr(module, name) and getattr(module, name) is not value:

@@ -109,21 +109,48 @@ def full(shape, fill_value, dtype=None, device=None, requires_grad=False) -> Ten
                         requires_grad)
 
 
-def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
-    """Evenly spaced values in ``[start, stop)`` (int64 for ints, float32 for floats)."""
+def _alias(op, value, alias, names):
+    if alias is None:
+        return value
+    if value is not None:
+        raise TypeError(f"{op}: got both {names[0]}= and {names[1]}=; they are one argument "
+                        f"({names[1]} is PyTorch's spelling): pass one of them")
+    return alias
+
+
+def arange(start=None, stop=None, step=1, dtype=None, device=None, *, end=None,
+           requires_grad=False) -> Tensor:
+    """Evenly spaced values in ``[start, stop)`` (int64 for ints, float32 for floats).
+
+    ``end=`` is PyTorch's spelling of ``stop`` (``arange(end=5)`` counts from 0).
+    """
+    stop = _alias("arange", stop, end, ("stop", "end"))
     if stop is None:
         start, stop = 0, start
+    if start is None:
+        start = 0
+    if stop is None:
+        raise TypeError("arange: missing the end of the range")
     if dtype is None:
         dtype = np.int64 if all(isinstance(v, int) for v in (start, stop, step)) else float32
     xp, device = _xp(device)
     with _on(device):
-        return _created(xp.arange(start, stop, step, dtype=normalize_dtype(dtype)), device, False)
+        return _created(xp.arange(start, stop, step, dtype=normalize_dtype(dtype)), device,
+                        requires_grad)
 
 
-def linspace(start, stop, num, dtype=float32, device=None) -> Tensor:
+def linspace(start, stop=None, num=None, dtype=float32, device=None, *, end=None, steps=None,
+             requires_grad=False) -> Tensor:
+    """``num`` evenly spaced values from ``start`` to ``stop`` inclusive (PyTorch's
+    ``end=``/``steps=`` too)."""
+    stop = _alias("linspace", stop, end, ("stop", "end"))
+    num = _alias("linspace", num, steps, ("num", "steps"))
+    if stop is None or num is None:
+        raise TypeError("linspace: needs start, stop (end) and num (steps)")
     xp, device = _xp(device)
     with _on(device):
-        return _created(xp.linspace(start, stop, num, dtype=normalize_dtype(dtype)), device, False)
+        return _created(xp.linspace(start, stop, num, dtype=normalize_dtype(dtype)), device,
+                        requires_grad)
 
 
 def eye(n, m=None, dtype=float32, device=None) -> Tensor:
@@ -175,16 +202,19 @@ def randint(low, high=None, size=(), dtype=np.int64, device=None) -> Tensor:
     return _created(arr, B.device_of(arr), False)
 
 
-def zeros_like(t: Tensor, dtype=None, requires_grad=False) -> Tensor:
-    return zeros(t.shape, dtype=dtype or t.dtype, device=t.device, requires_grad=requires_grad)
+def zeros_like(t: Tensor, dtype=None, requires_grad=False, *, device=None) -> Tensor:
+    return zeros(t.shape, dtype=dtype or t.dtype, device=device or t.device,
+                 requires_grad=requires_grad)
 
 
-def ones_like(t: Tensor, dtype=None, requires_grad=False) -> Tensor:
-    return ones(t.shape, dtype=dtype or t.dtype, device=t.device, requires_grad=requires_grad)
+def ones_like(t: Tensor, dtype=None, requires_grad=False, *, device=None) -> Tensor:
+    return ones(t.shape, dtype=dtype or t.dtype, device=device or t.device,
+                requires_grad=requires_grad)
 
 
-def full_like(t: Tensor, fill_value, dtype=None) -> Tensor:
-    return full(t.shape, fill_value, dtype=dtype or t.dtype, device=t.device)
+def full_like(t: Tensor, fill_value, dtype=None, *, device=None, requires_grad=False) -> Tensor:
+    return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device,
+                requires_grad=requires_grad)
 
 
 def manual_seed(seed: int) -> None:

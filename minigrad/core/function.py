@@ -158,6 +158,16 @@ class Function:
     promote_skip = 0    # leading inputs promotion leaves alone (where's condition)
     materialize_grads = True  # backward gets zeros (not None) for outputs nobody used
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # PyTorch's protocol (``@staticmethod forward(ctx, ...)`` on Tensors, ``F.apply``) is
+        # recognised once, at class creation: its ``apply`` runs the user's methods through a
+        # graph node whose instance is ``ctx`` (:class:`_CtxNode`). Ops keep the hot path.
+        if isinstance(cls.__dict__.get("forward"), staticmethod) \
+                or "setup_context" in cls.__dict__:
+            cls.apply = classmethod(_ctx_apply)
+            cls._ctx_node = None
+
     def save_for_backward(self, *arrays) -> None:
         """Keep arrays (inputs, outputs or intermediates) for ``backward``.
 
@@ -333,3 +343,112 @@ class Cast(Function):
 
     def backward(self, gy):
         return Cast.apply(gy, dtype=self.src_dtype) if gy.dtype != self.src_dtype else gy
+
+
+# ----------------------------------------------------------------------- PyTorch's ctx protocol
+class _CtxNode(Function):
+    """The graph node of a user ``Function`` written in PyTorch's protocol; its instance is the
+    ``ctx`` the user's static ``forward``/``backward`` receive.
+
+    The user's forward runs on Tensors (the caller's own, when the policy left them alone),
+    with recording off and the ambient autocast policy in force, so the ops it calls are cast
+    as anywhere else (``a.mm(b)`` is float16 in a float16 region). Its outputs become this
+    node's outputs; ``backward`` receives and returns Tensors, one gradient per input.
+    """
+
+    _user = None        # the user's Function subclass
+    _non_diff = ()      # ids of the outputs marked non-differentiable
+    _dirty = False
+
+    def save_for_backward(self, *tensors) -> None:
+        for i, t in enumerate(tensors):
+            if t is not None and not isinstance(t, Tensor):
+                raise TypeError(f"{self.name}: save_for_backward can only save Tensors (or "
+                                f"None), but argument {i} is a {type(t).__name__}; keep other "
+                                "values as ctx attributes")
+        self.saved = tuple([t.data if isinstance(t, Tensor) else t for t in tensors])
+
+    def mark_non_differentiable(self, *tensors) -> None:
+        """Outputs that get no gradient (indices, masks): they never require grad."""
+        self._non_diff = self._non_diff + tuple(id(t) for t in tensors)
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """False: ``backward`` gets None (not zeros) for outputs that received no gradient."""
+        self.materialize_grads = bool(value)
+
+    def mark_dirty(self, *tensors) -> None:
+        raise RuntimeError(f"{self.name}: mark_dirty (an in-place forward) is not supported; "
+                           "return a new Tensor from forward instead of modifying an input")
+
+    def forward(self, *arrays, _originals, _needs):
+        self.needs_input_grad = _needs
+        args = [t if isinstance(t, Tensor) and t.data is a else
+                (_make(a, False, None, 0) if isinstance(t, Tensor) else a)
+                for t, a in zip(_originals, arrays)]
+        user = self._user
+        token = grad_enabled.set(False)
+        try:
+            if "setup_context" in _mro_dict(user):
+                out = user.forward(*args)
+                user.setup_context(self, tuple(args), out)
+            else:
+                out = user.forward(self, *args)
+        finally:
+            grad_enabled.reset(token)
+        outs = out if isinstance(out, tuple) else (out,)
+        for i, o in enumerate(outs):
+            if not isinstance(o, Tensor):
+                raise TypeError(f"{self.name}.forward returned a {type(o).__name__} (output "
+                                f"{i}); return Tensors (keep other values as ctx attributes)")
+        self._out_tensors_ids = tuple(id(o) for o in outs)
+        arrays_out = tuple(o.data for o in outs)
+        return arrays_out if isinstance(out, tuple) else arrays_out[0]
+
+    def backward(self, *grads):
+        res = self._user.backward(self, *grads)
+        res = res if isinstance(res, tuple) else (res,)
+        n = len(self.inputs)
+        if len(res) > n and all(g is None for g in res[n:]):
+            res = res[:n]  # PyTorch accepts trailing Nones
+        if len(res) != n:
+            raise RuntimeError(f"function {self.name}.backward returned an incorrect number of "
+                               f"gradients (expected {n}, got {len(res)})")
+        for i, (x, g) in enumerate(zip(self.inputs, res)):
+            if g is not None and not isinstance(x, Tensor):
+                raise RuntimeError(f"function {self.name}.backward returned a gradient "
+                                   f"different than None at position {i}, but the "
+                                   "corresponding forward input was not a Tensor")
+        return res
+
+
+def _mro_dict(cls):
+    """The names defined by ``cls`` and its bases up to (excluding) ``Function``."""
+    names = set()
+    for c in cls.__mro__:
+        if c is Function:
+            break
+        names.update(c.__dict__)
+    return names
+
+
+def _ctx_apply(cls, *args, **kwargs):
+    """``apply`` of a PyTorch-protocol Function: one :class:`_CtxNode` per call."""
+    if kwargs:
+        raise TypeError(f"{cls.__name__}.apply takes positional arguments only (PyTorch's "
+                        f"protocol), got keywords {sorted(kwargs)}")
+    node = cls.__dict__.get("_ctx_node")
+    if node is None:
+        node = type(f"{cls.__name__}Backward", (_CtxNode,),
+                    {"name": cls.__dict__.get("name", cls.__name__), "_user": cls})
+        cls._ctx_node = node
+    on = grad_enabled.get()
+    needs = tuple([on and isinstance(a, Tensor) and a.requires_grad for a in args])
+    fn_out = node.apply(*args, _originals=args, _needs=needs)
+    outs = fn_out if isinstance(fn_out, tuple) else (fn_out,)
+    fn = outs[0].creator
+    non_diff = getattr(fn, "_non_diff", ()) if fn is not None else ()
+    if non_diff:
+        for r, oid in zip(outs, fn._out_tensors_ids):
+            if oid in non_diff:
+                r.requires_grad, r.creator = False, None
+    return fn_out

@@ -24,7 +24,9 @@ from .._backend.dtypes import (
 )
 from .._backend.sync_debug import check as _sync_check
 from .._backend.sync_debug import sync_mode as _sync_mode
+from .device import Device, as_device
 from .errors import broadcast_shape
+from .size import ElementCount
 from .modes import grad_enabled
 
 __all__ = ["Parameter", "Tensor"]
@@ -43,6 +45,16 @@ def _to_array(data, dtype, device, copy=True):
         if data.dtype == np.float64:
             dtype = float32
     return B.asarray(data, dtype=dtype, device=device)
+
+
+def _torch_dims(op, axis, keepdims, dim, keepdim):
+    """PyTorch's ``dim``/``keepdim`` for ``axis``/``keepdims`` (giving both is an error)."""
+    if dim is not None:
+        if axis is not None:
+            raise TypeError(f"{op}: got both axis={axis!r} and dim={dim!r}; they are one "
+                            "argument (dim is PyTorch's spelling of axis): pass one of them")
+        axis = dim
+    return axis, bool(keepdims if keepdim is None else keepdim)
 
 
 class Tensor:
@@ -160,16 +172,20 @@ class Tensor:
         return self.data.dtype
 
     @property
-    def device(self) -> str:
-        return B.device_of(self.data)
+    def device(self) -> Device:
+        """Where the data lives: a :class:`~minigrad.core.device.Device` (``.type``,
+        ``.index``) equal to its string (``"cpu"``, ``"cuda:0"``)."""
+        return as_device(B.device_of(self.data))
 
     @property
     def ndim(self) -> int:
         return self.data.ndim
 
     @property
-    def size(self) -> int:
-        return self.data.size
+    def size(self) -> ElementCount:
+        """The number of elements (an int, MegEngine's property), callable as PyTorch's method:
+        ``x.size()`` is the shape (a ``Size``), ``x.size(d)`` dimension ``d``'s length."""
+        return ElementCount(self.data.shape)
 
     def numel(self) -> int:
         return self.data.size
@@ -388,17 +404,30 @@ class Tensor:
     def __int__(self) -> int:
         return int(self.item())
 
+    def __format__(self, spec: str) -> str:
+        # PyTorch's rule: a 0-d tensor formats as its value (f"{loss:>7f}"); others only with
+        # an empty spec (their repr)
+        if self.data.ndim == 0:
+            return format(self.item(), spec)
+        if spec:
+            raise TypeError(f"unsupported format string {spec!r} passed to Tensor.__format__: "
+                            f"only 0-d tensors take one (this one has shape {self.shape}); "
+                            "format t.item() or t.tolist()")
+        return str(self)
+
     def __index__(self) -> int:
         if is_floating(self.dtype):
             raise TypeError("only integer tensors can be used as an index")
         return int(self.item())
 
-    def any(self, axis=None, keepdims=False):
+    def any(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        axis, keepdims = _torch_dims("any", axis, keepdims, dim, keepdim)
         xp = B.get_array_module(self.data)  # asarray: NumPy returns a scalar over all axes
         return Tensor._make(xp.asarray(xp.any(self.data, axis, keepdims=keepdims)), False,
                             None, 0)
 
-    def all(self, axis=None, keepdims=False):
+    def all(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
+        axis, keepdims = _torch_dims("all", axis, keepdims, dim, keepdim)
         xp = B.get_array_module(self.data)
         return Tensor._make(xp.asarray(xp.all(self.data, axis, keepdims=keepdims)), False,
                             None, 0)
@@ -418,11 +447,16 @@ class Tensor:
 
 
 class Parameter(Tensor):
-    """A Tensor that is a trainable weight: requires grad by default, kept by Modules."""
+    """A Tensor that is a trainable weight: requires grad by default, kept by Modules.
+
+    ``name`` is a label (MindSpore's ``Parameter(data, name=...)``); state dicts name a
+    parameter by where its module holds it.
+    """
 
     __slots__ = ()
 
-    def __init__(self, data, dtype=None, device=None, requires_grad: bool = True):
+    def __init__(self, data, dtype=None, device=None, requires_grad: bool = True,
+                 name: str | None = None):
         if isinstance(data, Tensor) and _same_array(data, dtype, device):
             # PyTorch's Parameter(t) shares t's memory and its version counter: changing t in
             # place before a backward that needs the parameter raises, as there.
@@ -430,8 +464,9 @@ class Parameter(Tensor):
             if data._vc is None:
                 data._vc = [0]
             self._vc = data._vc
-            return
-        super().__init__(data, dtype=dtype, device=device, requires_grad=requires_grad)
+        else:
+            super().__init__(data, dtype=dtype, device=device, requires_grad=requires_grad)
+        self.name = name
 
 
 def _same_array(t: Tensor, dtype, device) -> bool:

@@ -26,6 +26,19 @@ def _pad_mode(name, pad_mode, padding):
     return pad_mode
 
 
+def _bias(name, bias, pad_mode, has_bias):
+    """``bias``, PyTorch's keyword, or MindSpore's ``has_bias``. A call spelled the MindSpore
+    way (with ``pad_mode``) gets MindSpore's default, no bias; otherwise PyTorch's, a bias."""
+    if has_bias is not None:
+        if bias is not None:
+            raise TypeError(f"{name}: got both bias and has_bias; they are one argument "
+                            "(has_bias is MindSpore's spelling)")
+        return bool(has_bias)
+    if bias is None:
+        return pad_mode is None
+    return bool(bias)
+
+
 def _check_sizes(name, what, values, n, minimum):
     """``values`` must be ``n`` ints, each >= ``minimum`` (a clear error at construction, not
     a ZeroDivisionError at the first forward)."""
@@ -123,8 +136,9 @@ class Conv1d(_ConvNd):
     _ndim = 1
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, groups: int = 1, bias: bool = True, device=None, dtype=None,
-                 pad_mode=None):
+                 dilation=1, groups: int = 1, bias: bool | None = None, device=None, dtype=None,
+                 pad_mode=None, has_bias=None):
+        bias = _bias("Conv1d", bias, pad_mode, has_bias)
         padding = _pad_mode("Conv1d", pad_mode, padding)
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, device=device, dtype=dtype)
@@ -142,14 +156,17 @@ class Conv2d(_ConvNd):
         in_channels, out_channels: channel counts.
         kernel_size, stride, padding, dilation: an int or an ``(h, w)`` pair.
         groups: split channels into this many independent groups.
-        bias: learn a per-output-channel bias.
+        bias: learn a per-output-channel bias (default: yes, PyTorch's; no when ``pad_mode``
+            is given, MindSpore's ``has_bias=False``).
         pad_mode: MindSpore's spelling: ``"valid"`` (no padding), ``"same"`` or ``"pad"`` (use
             ``padding``). Unlike MindSpore the default is PyTorch's (``padding=0``).
+        has_bias: MindSpore's spelling of ``bias``.
     """
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, groups: int = 1, bias: bool = True, device=None, dtype=None,
-                 pad_mode=None):
+                 dilation=1, groups: int = 1, bias: bool | None = None, device=None, dtype=None,
+                 pad_mode=None, has_bias=None):
+        bias = _bias("Conv2d", bias, pad_mode, has_bias)
         padding = _pad_mode("Conv2d", pad_mode, padding)
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, device=device, dtype=dtype)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .. import functional as F
 from .module import Module
 
-__all__ = ["BCEWithLogitsLoss", "CrossEntropyLoss", "L1Loss", "MSELoss"]
+__all__ = ["BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "L1Loss", "MSELoss", "NLLLoss"]
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -44,6 +44,26 @@ class CrossEntropyLoss(_Loss):
                                reduction=self.reduction, label_smoothing=self.label_smoothing)
 
 
+class NLLLoss(_Loss):
+    """Negative log-likelihood of class ids given log-probabilities ``(N, C, ...)`` (the output
+    of ``log_softmax``): ``-input[n, target[n]]``, weighted and reduced.
+
+    Args:
+        weight: optional per-class weights ``(C,)`` (a buffer).
+        ignore_index: targets equal to this contribute nothing.
+        reduction: "mean" (weighted mean over non-ignored targets), "sum" or "none".
+    """
+
+    def __init__(self, weight=None, ignore_index: int = -100, reduction: str = "mean"):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+        self.ignore_index = ignore_index
+
+    def forward(self, input, target):
+        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
+
+
 class MSELoss(_Loss):
     """Mean squared error ``(input - target) ** 2`` reduced by ``reduction``."""
 
@@ -56,6 +76,24 @@ class L1Loss(_Loss):
 
     def forward(self, input, target):
         return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class BCELoss(_Loss):
+    """Binary cross entropy between probabilities (a sigmoid's output) and targets in [0, 1]:
+    ``-(t log p + (1 - t) log(1 - p))``, the logs clamped at -100 as in PyTorch.
+
+    Args:
+        weight: optional rescaling broadcast against the loss (a buffer).
+        reduction: "mean", "sum" or "none".
+    """
+
+    def __init__(self, weight=None, reduction: str = "mean"):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+
+    def forward(self, input, target):
+        return F.binary_cross_entropy(input, target, weight=self.weight,
+                                      reduction=self.reduction)
 
 
 class BCEWithLogitsLoss(_Loss):

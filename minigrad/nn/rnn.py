@@ -256,6 +256,11 @@ class _RNNBase(Module):
             s += ", bidirectional=True"
         return s
 
+    def flatten_parameters(self) -> None:
+        """A no-op, for PyTorch code that calls it: PyTorch repacks the weights into one
+        contiguous cuDNN buffer; minigrad's recurrent layers loop over per-step ops and keep
+        each weight as its own Parameter, so there is nothing to repack."""
+
 
 class RNN(_RNNBase):
     """Elman RNN over a sequence (``nonlinearity`` "tanh" or "relu"); see ``LSTM.forward``."""

@@ -18,8 +18,10 @@ class Momentum(SGD):
         learning_rate: the step size.
         momentum: the momentum factor (>= 0).
         weight_decay: L2 penalty added to the gradient.
-        loss_scale: gradients are divided by it before the update (MindSpore's fixed-scale
-            training without a scaler); 1.0 leaves them alone.
+        loss_scale: gradients are divided by it before the update, as in MindSpore: pair it
+            with ``FixedLossScaleManager(loss_scale, drop_overflow_update=False)`` (or
+            ``TrainOneStepCell(..., sens=loss_scale)``), whose cell hands the optimizer the
+            scaled gradients; 1.0 leaves them alone.
         use_nesterov: Nesterov momentum.
     """
 
@@ -29,13 +31,9 @@ class Momentum(SGD):
             raise ValueError(f"Momentum: loss_scale must be > 0, got {loss_scale}")
         super().__init__(params, lr=learning_rate, momentum=momentum,
                          weight_decay=weight_decay, nesterov=use_nesterov)
-        self.loss_scale = float(loss_scale)
+        self._loss_scale = float(loss_scale)
 
-    def step(self) -> "Momentum":
-        if self.loss_scale != 1.0:
-            inv = 1.0 / self.loss_scale
-            for g in self.param_groups:
-                for p in g["params"]:
-                    if p.grad is not None:
-                        p.grad = p.grad * inv
-        return super().step()
+    @property
+    def loss_scale(self) -> float:
+        """The scale ``step`` divides the gradients by (MindSpore's ``loss_scale``)."""
+        return self._loss_scale

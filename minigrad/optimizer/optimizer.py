@@ -17,6 +17,7 @@ from .. import _backend as B
 from .._backend import fused
 from .._backend.dtypes import acc_dtype, is_floating
 from ..core.tensor import Tensor
+from .clip import clip_grad_norm
 
 __all__ = ["Optimizer"]
 
@@ -75,6 +76,7 @@ class Optimizer:
                                  "in more than one parameter group (or twice in one)")
             self._param_ids.add(id(p))
         group["params"] = params
+        _check_group_keys(self, group)
         for key, value in self.defaults.items():
             group.setdefault(key, value)
         self.param_groups.append(group)
@@ -102,9 +104,39 @@ class Optimizer:
             if fused._host_found(found_inf):
                 return self
             found_inf = None
+        self._condition_grads()
         for group in self.param_groups:
             self._update_group(group, found_inf)
         return self
+
+    # MindSpore's optimizers divide the gradients by their ``loss_scale`` (Momentum sets it).
+    _loss_scale = 1.0
+
+    def _condition_grads(self) -> None:
+        """The gradients the update reads: divided by the optimizer's loss scale (MindSpore),
+        then clipped per group where the group asks (OneFlow's ``clip_grad_max_norm`` /
+        ``clip_grad_norm_type``). Both come after a GradScaler's unscale (``scaler.step``
+        unscales before calling ``step``) and before the update; a step skipped for inf/NaN
+        never gets here on the CPU, and on the GPU the update kernels skip on the flag."""
+        inv = 1.0 / self._loss_scale
+        for group in self.param_groups:
+            if inv != 1.0:
+                for p in group["params"]:
+                    g = p.grad
+                    if g is not None:  # a new array: the engine's may be shared
+                        p.grad = Tensor._make(g.data * g.data.dtype.type(inv), False, None, 0)
+            max_norm = group.get("clip_grad_max_norm")
+            if max_norm is not None:
+                clip_grad_norm(group["params"], max_norm, group["clip_grad_norm_type"])
+
+    def clip_grad(self) -> None:
+        """OneFlow's ``optimizer.clip_grad()``: clip now, per group, the groups that set
+        ``clip_grad_max_norm`` and ``clip_grad_norm_type`` (raising on a non-finite norm, as
+        OneFlow does). ``step()`` clips those groups anyway; a second clip changes nothing."""
+        for group in self.param_groups:
+            if group.get("clip_grad_max_norm") is not None:
+                clip_grad_norm(group["params"], group["clip_grad_max_norm"],
+                               group["clip_grad_norm_type"], error_if_nonfinite=True)
 
     def _update_group(self, group: dict, found_inf=None) -> None:  # pragma: no cover
         raise NotImplementedError(f"{type(self).__name__}._update_group")
@@ -204,6 +236,48 @@ class Optimizer:
             hp = ", ".join(f"{k}={v}" for k, v in group.items() if k != "params")
             lines.append(f"  group {i}: {len(group['params'])} params, {hp}")
         return "\n".join(lines + [")"])
+
+
+# Hyperparameter names of PyTorch's, OneFlow's and MindSpore's optimizers. A parameter group
+# may hold any other key (a name, a tag: PyTorch keeps them and so does minigrad), but one of
+# these that this optimizer does not implement would change the numbers in the peer and be
+# ignored here: refused instead. Values listed with a key are the ones that change nothing.
+_PEER_HYPERPARAMETERS = {
+    "lr": None, "learning_rate": None, "momentum": None, "dampening": None,
+    "weight_decay": None, "nesterov": None, "use_nesterov": None, "betas": None, "beta1": None,
+    "beta2": None, "eps": None, "amsgrad": None, "maximize": (False,), "alpha": None,
+    "centered": None, "rho": None, "lr_decay": None, "initial_accumulator_value": None,
+    "lambd": None, "t0": None, "etas": None, "step_sizes": None, "momentum_decay": None,
+    "decoupled_weight_decay": None, "do_bias_correction": (True,),
+    "grad_centralization": (False,), "loss_scale": (1.0,), "max_iter": None,
+    "history_size": None, "line_search_fn": None, "bias_correction": (True,),
+}
+_CLIP_KEYS = ("clip_grad_max_norm", "clip_grad_norm_type")
+
+
+def _check_group_keys(opt, group: dict) -> None:
+    """Refuse keys a peer's optimizer would act on and this one would silently ignore."""
+    name = type(opt).__name__
+    for key, value in group.items():
+        if key == "params" or key in opt.defaults or key in _CLIP_KEYS:
+            continue
+        harmless = _PEER_HYPERPARAMETERS.get(key, ())
+        if key in _PEER_HYPERPARAMETERS and (harmless is None or value not in harmless):
+            raise ValueError(
+                f"{name}: parameter group key {key!r}={value!r} is not a hyperparameter of "
+                f"{name} (it has {sorted(opt.defaults)}); it would change the update in the "
+                "optimizer that has it and would be ignored here. Remove it, or use an "
+                "optimizer that implements it")
+    clip = [k for k in _CLIP_KEYS if group.get(k) is not None]
+    if len(clip) == 1:
+        # OneFlow clips only when both are given (and says nothing otherwise)
+        raise ValueError(f"{name}: parameter group has {clip[0]!r} without "
+                         f"{[k for k in _CLIP_KEYS if k != clip[0]][0]!r}; OneFlow clips a "
+                         "group only when both are given: pass both (norm type 2.0 is the "
+                         "usual)")
+    if clip and not group["clip_grad_max_norm"] > 0:
+        raise ValueError(f"{name}: clip_grad_max_norm must be > 0, got "
+                         f"{group['clip_grad_max_norm']}")
 
 
 def mark_found_inf(grads, flag) -> None:

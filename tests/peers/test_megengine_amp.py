@@ -172,3 +172,14 @@ def test_convert_tensor_format_leaves_other_ranks_and_trains():
             gm.backward(model(inp).sum())
     for p, q in zip(net.parameters(), ref.parameters()):
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_topk_accuracy():
+    logits = mge.tensor([[0.1, 0.5, 0.4], [0.9, 0.05, 0.05], [0.2, 0.3, 0.5]])
+    target = mge.tensor([2, 0, 0])
+    top1, top2 = mge.functional.topk_accuracy(logits, target, topk=(1, 2))
+    assert float(top1) == pytest.approx(1 / 3) and float(top2) == pytest.approx(2 / 3)
+    assert float(mge.functional.topk_accuracy(logits, target)) == pytest.approx(1 / 3)
+    assert top1.dtype == mge.float32
+    with pytest.raises(ValueError, match="every k must be in 1..3"):
+        mge.functional.topk_accuracy(logits, target, topk=4)

@@ -320,7 +320,9 @@ def test_rnn_cell_weights_cast_once_across_time_steps():
 def test_pytorch_spellings_of_the_surroundings():
     import minigrad.nn.functional as nnF
 
-    assert nnF is F and mg.optim.SGD is mg.optimizer.SGD and mg.autograd.grad is not None
+    # PyTorch's nn.functional: minigrad.functional's ops (one object each), PyTorch's pad
+    assert nnF.relu is F.relu and nnF.interpolate is F.interpolate and nnF.pad is not F.pad
+    assert mg.optim.SGD is mg.optimizer.SGD and mg.autograd.grad is not None
     lin = nn.Linear(3, 2)
     lin(_t(4, 3)).sum().backward()
     lin.weight.grad = lin.weight.grad * float("inf")

@@ -31,6 +31,15 @@ def _number(value, what: str) -> float:
     return v
 
 
+def _checked_loss(loss):
+    if not isinstance(loss, Tensor) or loss.size != 1:
+        what = f"shape {loss.shape}" if isinstance(loss, Tensor) else type(loss).__name__
+        raise TypeError(f"train step: the network must return the loss (a one-element "
+                        f"Tensor), got {what}; wrap the model with nn.WithLossCell(net, "
+                        "loss_fn) or pass loss_fn to build_train_network")
+    return loss
+
+
 def feed_overflow(scaler: GradScaler, overflow: bool) -> None:
     """End one iteration of ``scaler`` that did (not) overflow, by the scaler's own update rule.
 
@@ -70,6 +79,11 @@ class LossScaleManager:
     def train_step(self, forward, optimizer, sens=None):
         """Run ``forward()`` (returning the loss), scaled backward, check, update.
 
+        As in MindSpore, a manager that drops overflowed updates (``TrainOneStepWithLossScaleCell``)
+        unscales the gradients before the optimizer; one that does not
+        (``drop_overflow_update=False``: ``TrainOneStepCell``) hands them over scaled, for the
+        optimizer's ``loss_scale`` to divide.
+
         Args:
             forward: a callable returning the loss Tensor.
             optimizer: the optimizer to step.
@@ -85,14 +99,11 @@ class LossScaleManager:
                 MindSpore would write the inf/NaN into the weights; minigrad leaves parameters
                 and optimizer state unchanged and refuses (invariant 9).
         """
+        if not self.drop_overflow_update:
+            return self._sens_step(forward, optimizer, sens)
         scaler = self.scaler if sens is None else StaticGradScaler(
             _number(sens, "train step: scaling_sens"))
-        loss = forward()
-        if not isinstance(loss, Tensor) or loss.size != 1:
-            what = f"shape {loss.shape}" if isinstance(loss, Tensor) else type(loss).__name__
-            raise TypeError(f"train step: the network must return the loss (a one-element "
-                            f"Tensor), got {what}; wrap the model with nn.WithLossCell(net, "
-                            "loss_fn) or pass loss_fn to build_train_network")
+        loss = _checked_loss(forward())
         # A too-high scale overflowing in float16 is expected and handled (the step is
         # skipped, the scale backs off): no NumPy RuntimeWarning for it.
         with np.errstate(over="ignore", invalid="ignore"):
@@ -103,11 +114,30 @@ class LossScaleManager:
         overflow = scaler.last_step_skipped
         if scaler is not self.scaler:
             feed_overflow(self.scaler, overflow)
-        if overflow and not self.drop_overflow_update:
+        return loss, overflow
+
+    def _sens_step(self, forward, optimizer, sens):
+        """MindSpore's ``TrainOneStepCell(net, opt, sens)`` (what ``drop_overflow_update=False``
+        builds): the gradients of ``loss * sens`` reach the optimizer as they are, and the
+        optimizer's own ``loss_scale`` divides them (``Momentum(..., loss_scale=sens)``, as
+        MindSpore's docs pair them). Unscaling here too would make every update ``sens`` times
+        too small. The step is still checked: a scaler of scale 1 (it divides by 1) skips an
+        update whose gradients hold inf/NaN, and the step then raises (below)."""
+        s = self.get_loss_scale() if sens is None else _number(sens, "train step: sens")
+        loss = _checked_loss(forward())
+        check = StaticGradScaler(1.0)
+        scaled = loss.astype(B.float32) if loss.dtype in (B.float16, B.bfloat16) else loss
+        with np.errstate(over="ignore", invalid="ignore"):
+            check.scale(scaled * s).backward()
+        check.step(optimizer)             # skipped on inf/NaN: params and state unchanged
+        check.update()
+        optimizer.zero_grad()
+        overflow = check.last_step_skipped
+        if overflow:
             raise FloatingPointError(
                 f"{type(self).__name__}(drop_overflow_update=False): this step's gradients "
                 f"contain inf/NaN (loss {float(loss.numpy().reshape(-1)[0]):g}, scale "
-                f"{scaler.get_scale():g}). MindSpore would write them into the weights; minigrad "
+                f"{s:g}). MindSpore would write them into the weights; minigrad "
                 "refuses and left the parameters and optimizer state unchanged. Use "
                 "drop_overflow_update=True to skip such steps, or a DynamicLossScaleManager")
         return loss, overflow

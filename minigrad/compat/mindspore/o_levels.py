@@ -31,7 +31,10 @@ steps), ``FixedLossScaleManager`` a ``StaticGradScaler``. The overflow check, th
 and optimizer state unchanged) and the telemetry are the scaler's. Where MindSpore applies an
 overflowed update anyway (``FixedLossScaleManager(drop_overflow_update=False)``, and the plain
 ``TrainOneStepCell`` of O0/O3), minigrad raises ``FloatingPointError`` with the parameters
-unchanged instead of writing inf/NaN weights (invariant 9).
+unchanged instead of writing inf/NaN weights (invariant 9). That ``TrainOneStepCell(sens=S)``
+(what ``FixedLossScaleManager(S, drop_overflow_update=False)`` builds) does not unscale, as in
+MindSpore: the optimizer gets the gradients of ``S * loss`` and its ``loss_scale=S`` divides
+them; the loss-scale cells (dynamic, or fixed dropping overflowed updates) unscale themselves.
 """
 
 from __future__ import annotations
