@@ -6,13 +6,9 @@ from __future__ import annotations
 
 from abc import ABCMeta
 
-import numpy as np
-
 from ... import nn
 from ..._backend.dtypes import bfloat16, float16, float32
-from ...core.tensor import Tensor
-from ...autodiff import no_grad
-from ...nn import init
+from .initializer import fill
 
 __all__ = ["Cell", "Dense", "CELL_METHODS"]
 
@@ -87,52 +83,23 @@ CELL_METHODS = {"set_train": set_train, "trainable_params": trainable_params,
                 "to_float": to_float, "add_flags_recursive": add_flags_recursive,
                 "cells_and_names": cells_and_names, "cells": cells}
 
-# MindSpore's initializer names (mindspore.common.initializer), drawn with minigrad's init.
-_INITIALIZERS = {
-    "zeros": init.zeros_, "zero": init.zeros_, "ones": init.ones_, "one": init.ones_,
-    "normal": lambda t: init.normal_(t, 0.0, 0.01),
-    "uniform": lambda t: init.uniform_(t, -0.07, 0.07),
-    "xavier_uniform": init.xavier_uniform_, "xavieruniform": init.xavier_uniform_,
-    "he_uniform": init.kaiming_uniform_, "heuniform": init.kaiming_uniform_,
-    "he_normal": init.kaiming_normal_, "henormal": init.kaiming_normal_,
-}
-
-
-def _initialize(param, how, who: str) -> None:
-    if how is None:
-        return
-    if isinstance(how, str):
-        fill = _INITIALIZERS.get(how.lower())
-        if fill is None:
-            raise ValueError(f"{who}: unknown initializer {how!r}; minigrad knows "
-                             f"{sorted(_INITIALIZERS)}, or pass a Tensor/array of shape "
-                             f"{tuple(param.shape)}")
-        fill(param)
-        return
-    values = how.numpy() if isinstance(how, Tensor) else np.asarray(how)
-    if tuple(values.shape) != tuple(param.shape):
-        raise ValueError(f"{who}: initial values have shape {tuple(values.shape)}, the "
-                         f"parameter needs {tuple(param.shape)}")
-    with no_grad():
-        param.copy_(values)
-
-
 class Dense(nn.Linear):
     """MindSpore's ``nn.Dense(in_channels, out_channels, weight_init=None, bias_init=None,
     has_bias=True, activation=None)``: ``nn.Linear`` with MindSpore's arguments.
 
-    ``weight_init``/``bias_init`` take MindSpore's initializer names (``"normal"``,
-    ``"xavier_uniform"``, ``"he_uniform"``, ``"zeros"``, ...) or a Tensor of the parameter's
-    shape; None keeps ``nn.Linear``'s initialization (MindSpore 2.x's default is the same
-    HeUniform(sqrt(5)) draw). ``activation`` is a layer or a name (``"relu"``, ``"tanh"``, ...).
+    ``weight_init``/``bias_init`` take an initializer (``Normal(0.02)``), its name
+    (``"normal"``, ``"xavier_uniform"``, ``"he_uniform"``, ``"zeros"``, ...) or a Tensor of the
+    parameter's shape; None keeps ``nn.Linear``'s initialization (MindSpore 2.x's default is
+    the same HeUniform(sqrt(5)) draw). ``activation`` is a layer or a name (``"relu"``,
+    ``"tanh"``, ...).
     """
 
     def __init__(self, in_channels: int, out_channels: int, weight_init=None, bias_init=None,
                  has_bias: bool = True, activation=None, dtype=None):
         super().__init__(in_channels, out_channels, bias=has_bias, dtype=dtype)
-        _initialize(self.weight, weight_init, "nn.Dense(weight_init=)")
+        fill(self.weight, weight_init, "nn.Dense(weight_init=)")
         if has_bias:
-            _initialize(self.bias, bias_init, "nn.Dense(bias_init=)")
+            fill(self.bias, bias_init, "nn.Dense(bias_init=)")
         self.activation = _activation(activation)
 
     def forward(self, x):
