@@ -362,7 +362,12 @@ def adaptive_avg_pool2d(x: Tensor, output_size) -> Tensor:
         x: ``(N, C, H, W)``.
         output_size: an int, or an ``(OH, OW)`` pair whose entries may be None (keep that size).
     """
-    op = "adaptive_avg_pool2d"
+    out_hw = _adaptive_output_size("adaptive_avg_pool2d", x, output_size)
+    return AdaptiveAvgPool2dFunction.apply(x, out_hw=out_hw)
+
+
+def _adaptive_output_size(op: str, x: Tensor, output_size) -> tuple:
+    """The ``(OH, OW)`` an adaptive 2-D pool of ``x`` makes, checked."""
     check_floating(op, x)
     if x.ndim != 4:
         raise op_error(op, "expected input (N, C, H, W); add a batch dim with x.unsqueeze(0)",
@@ -374,7 +379,7 @@ def adaptive_avg_pool2d(x: Tensor, output_size) -> Tensor:
     if min(out_hw) < 1 or min(x.shape[2:]) < 1:
         raise op_error(op, "output and input sizes must be positive", input=x.shape,
                        output_size=output_size)
-    return AdaptiveAvgPool2dFunction.apply(x, out_hw=out_hw)
+    return out_hw
 
 
 # ----------------------------------------------------------------------------- 1-D pooling
@@ -502,17 +507,6 @@ def adaptive_max_pool2d(x: Tensor, output_size, return_indices: bool = False):
         output_size: an int, or an ``(OH, OW)`` pair whose entries may be None (keep that size).
         return_indices: also return the int64 position of each maximum in its ``H*W`` plane.
     """
-    op = "adaptive_max_pool2d"
-    check_floating(op, x)
-    if x.ndim != 4:
-        raise op_error(op, "expected input (N, C, H, W); add a batch dim with x.unsqueeze(0)",
-                       input=x.shape)
-    size = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
-    if len(size) != 2:
-        raise op_error(op, "output_size must be an int or a pair", output_size=output_size)
-    out_hw = tuple(x.shape[2 + i] if s is None else int(s) for i, s in enumerate(size))
-    if min(out_hw) < 1 or min(x.shape[2:]) < 1:
-        raise op_error(op, "output and input sizes must be positive", input=x.shape,
-                       output_size=output_size)
+    out_hw = _adaptive_output_size("adaptive_max_pool2d", x, output_size)
     out, idx = AdaptiveMaxPool2dFunction.apply(x, out_hw=out_hw)
     return (out, idx) if return_indices else out

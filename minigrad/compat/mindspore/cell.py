@@ -109,7 +109,8 @@ class Dense(nn.Linear):
 
 _ACTIVATIONS = {"relu": nn.ReLU, "sigmoid": nn.Sigmoid, "tanh": nn.Tanh, "gelu": nn.GELU,
                 "softmax": lambda: nn.Softmax(-1), "leakyrelu": nn.LeakyReLU,
-                "silu": nn.SiLU}
+                "silu": nn.SiLU, "elu": nn.ELU, "relu6": nn.ReLU6, "hswish": nn.Hardswish,
+                "hsigmoid": nn.Hardsigmoid, "mish": nn.Mish}
 
 
 def _activation(spec):
