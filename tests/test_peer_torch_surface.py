@@ -614,3 +614,32 @@ def test_oneflow_env_single_process():
 
     assert env is mg.env
     assert (env.get_rank(), env.get_world_size(), env.get_local_rank()) == (0, 1, 0)
+
+
+def test_squeeze_method_leaves_axes_of_another_size_as_pytorch():
+    a = np.ones((2, 1, 3, 1), np.float32)
+    for dim in (0, 1, -1, (0, 1), (1, 3), (0, 2)):
+        assert mg.tensor(a).squeeze(dim).shape == tuple(torch.tensor(a).squeeze(dim).shape)
+        assert mg.squeeze(mg.tensor(a), dim).shape == tuple(torch.squeeze(torch.tensor(a),
+                                                                         dim).shape)
+    assert mg.tensor(5.0).squeeze(0).shape == ()
+
+
+def test_set_grad_enabled_as_a_call_switches_at_once():
+    x = mg.ones(2, requires_grad=True)
+    try:
+        mg.set_grad_enabled(False)
+        assert not mg.is_grad_enabled() and not (x * 2).requires_grad
+    finally:
+        mg.set_grad_enabled(True)
+    assert (x * 2).requires_grad
+    with mg.no_grad():
+        with mg.set_grad_enabled(True):
+            assert mg.is_grad_enabled()
+        assert not mg.is_grad_enabled()
+
+    @mg.set_grad_enabled(False)
+    def inside():
+        return mg.is_grad_enabled()
+
+    assert mg.is_grad_enabled() and inside() is False and mg.is_grad_enabled()

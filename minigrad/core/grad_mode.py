@@ -14,7 +14,7 @@ def is_grad_enabled() -> bool:
 
 
 class set_grad_enabled:
-    """Context manager and decorator that switches recording on or off.
+    """Switch recording on or off: a call, a context manager or a decorator (PyTorch's).
 
     Example:
         >>> import minigrad as mg
@@ -29,6 +29,12 @@ class set_grad_enabled:
     def __init__(self, mode: bool | None = None):
         self.mode = self._mode if mode is None else bool(mode)
         self._tokens = []
+        self._prev = None
+        if self._mode is None:
+            # PyTorch's set_grad_enabled(mode) switches at once, so a plain call (no ``with``)
+            # works; leaving a ``with`` block or decorating restores the mode before the call.
+            self._prev = grad_enabled.get()
+            grad_enabled.set(self.mode)
 
     def __enter__(self):
         self._tokens.append(grad_enabled.set(self.mode))
@@ -36,9 +42,13 @@ class set_grad_enabled:
 
     def __exit__(self, *exc):
         grad_enabled.reset(self._tokens.pop())
+        if self._prev is not None and not self._tokens:
+            grad_enabled.set(self._prev)
         return False
 
     def __call__(self, func):
+        if self._prev is not None:
+            grad_enabled.set(self._prev)
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
             with set_grad_enabled(self.mode):

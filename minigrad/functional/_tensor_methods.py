@@ -33,6 +33,16 @@ def _dims(op, axis, keepdims, dim, keepdim):
             bool(_one_of(op, keepdims, keepdim, ("keepdims", "keepdim"))))
 
 
+
+def _size_one_axes(x, axis):
+    """PyTorch's ``x.squeeze(dim)`` leaves a named axis whose size is not 1 (MegEngine's
+    ``F.squeeze`` raises): the named axes that have size 1 (all of them for None)."""
+    if axis is None or x.ndim == 0:
+        return axis
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    return tuple(a for a in axes if -x.ndim <= a < x.ndim and x.shape[a] == 1
+                 ) + tuple(a for a in axes if not -x.ndim <= a < x.ndim)  # bad axes still raise
+
 class _Methods:
     """Method bodies copied onto ``Tensor`` by :func:`install` (never instantiated)."""
 
@@ -184,7 +194,7 @@ class _Methods:
         return _shape.transpose(self, axes[0] if len(axes) == 1 else axes)
 
     def squeeze(self, axis=None, *, dim=None):
-        return _shape.squeeze(self, _one_of("squeeze", axis, dim))
+        return _shape.squeeze(self, _size_one_axes(self, _one_of("squeeze", axis, dim)))
 
     def unsqueeze(self, axis=None, *, dim=None):
         axis = _one_of("unsqueeze", axis, dim)

@@ -119,7 +119,7 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 def squeeze(input, dim=None):
-    return F.squeeze(input, dim)
+    return input.squeeze(dim)  # PyTorch's: a named axis of another size stays
 
 
 def unsqueeze(input, dim):
@@ -287,6 +287,8 @@ class inference_mode(set_grad_enabled):  # noqa: N801 - PyTorch's name
     PyTorch additionally marks the outputs as inference tensors that autograd later refuses;
     minigrad's are ordinary tensors that do not require grad.
     """
+
+    _mode = False  # a region, like no_grad: building one switches nothing
 
     def __new__(cls, mode=True):
         if callable(mode):  # bare decorator
