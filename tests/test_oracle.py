@@ -142,6 +142,7 @@ ORACLE = {
     "unfold": TF.unfold, "fold": TF.fold, "ctc_loss": TF.ctc_loss,
     "cummax": lambda x, axis=None, dim=None: tuple(torch.cummax(x, dim if axis is None else axis)),
     "cummin": lambda x, axis=None, dim=None: tuple(torch.cummin(x, dim if axis is None else axis)),
+    "gru_cell": torch.gru_cell, "clone": torch.clone,
 }
 NOT_MAPPED = "the rest of the table (conv, pooling, recurrent, sampling, upsample, ...)"
 _LOSSES = frozenset(
