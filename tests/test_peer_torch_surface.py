@@ -643,3 +643,26 @@ def test_set_grad_enabled_as_a_call_switches_at_once():
         return mg.is_grad_enabled()
 
     assert mg.is_grad_enabled() and inside() is False and mg.is_grad_enabled()
+
+
+def test_generator_seeds_random_split_and_loaders():
+    from minigrad.utils.data import DataLoader, TensorDataset, random_split
+
+    data = TensorDataset(mg.arange(10))
+    g = mg.Generator().manual_seed(42)
+    assert g.initial_seed() == 42
+    a = [int(x) for x in random_split(data, [7, 3], generator=mg.Generator().manual_seed(42))[1]
+         .indices]
+    b = [int(x) for x in random_split(data, [7, 3], generator=42)[1].indices]
+    assert a == b and len(set(a)) == 3  # a Generator seeds as its initial_seed does
+    order = [int(x) for (x,) in DataLoader(data, batch_size=1, shuffle=True,
+                                          generator=mg.Generator().manual_seed(3))]
+    again = [int(x) for (x,) in DataLoader(data, batch_size=1, shuffle=True,
+                                          generator=mg.Generator().manual_seed(3))]
+    assert order == again and sorted(order) == list(range(10))
+    state = g.get_state()
+    assert mg.Generator().set_state(state).initial_seed() == 42
+    with pytest.raises(TypeError, match="seed must be an int"):
+        g.manual_seed(1.5)
+    with pytest.raises(TypeError):
+        mg.randn(2, generator=g)  # not accepted, so never ignored

@@ -10,6 +10,7 @@ import sys
 from ... import amp, functional, nn  # noqa: F401  (nn: the parent of nn.functional)
 from .._attach import attach_module, attach_names
 from . import accelerator, autograd, backends, cuda, functions, gradcheck, nn_functional, optim
+from .generator import Generator
 
 attach_module("minigrad.optim", optim)
 attach_module("minigrad.optim.lr_scheduler", optim.lr_scheduler)  # from torch.optim.lr_scheduler
@@ -24,6 +25,7 @@ attach_names(sys.modules["minigrad"], autocast=amp.autocast,
              is_autocast_enabled=amp.is_autocast_enabled,
              set_autocast_enabled=amp.set_autocast_enabled)
 attach_names(sys.modules["minigrad"], **functions.NAMES)
+attach_names(sys.modules["minigrad"], Generator=Generator)
 attach_names(autograd, gradcheck=gradcheck.gradcheck, gradgradcheck=gradcheck.gradgradcheck)
 attach_module("minigrad.backends", backends)
 attach_module("minigrad.backends.cudnn", backends.cudnn)
