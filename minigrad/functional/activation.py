@@ -19,7 +19,9 @@ from ..core.function import Function
 from ..core.tensor import Tensor
 from ..core.cast import cast
 from ._axes import check_axis, one_of
-from ._utils import acc_dtype, check_floating, const, fast_backward, op_error, scalar_like, wide
+from ._utils import (
+    acc_dtype, check_floating, const, fast_backward, narrow, op_error, scalar_like, wide,
+)
 from .elementwise import where
 from .transcendental import erf, erf_array, exp
 
@@ -84,7 +86,7 @@ class SigmoidFunction(Function):
     promote = "float"
 
     def forward(self, x):
-        y = sigmoid_array(wide(x)).astype(x.dtype, copy=False)
+        y = narrow(sigmoid_array(wide(x)), x.dtype)
         self.save_for_backward(y)
         return y
 
@@ -140,7 +142,7 @@ class GELUFunction(Function):
             y = 0.5 * z * (1 + xp.tanh(self._K * (z + 0.044715 * z * z * z)))
         else:
             y = 0.5 * z * (1 + erf_array(z * (1 / math.sqrt(2.0))))
-        return y.astype(x.dtype, copy=False)
+        return narrow(y, x.dtype)
 
     def backward(self, gy):
         (x,) = self.saved_tensors
@@ -159,7 +161,7 @@ class GELUFunction(Function):
             xp = get_array_module(z)
             d = 0.5 * (1 + erf_array(z * (1 / math.sqrt(2.0)))) + \
                 z * xp.exp(-0.5 * z * z) * (1 / math.sqrt(2 * math.pi))
-            return const(gy.data * d.astype(gy.dtype, copy=False))
+            return const(gy.data * narrow(d, gy.dtype))
         cdf = (erf(x * (1 / math.sqrt(2.0))) + 1) * 0.5
         pdf = exp(x * x * -0.5) * (1 / math.sqrt(2 * math.pi))
         return gy * (cdf + x * pdf)
@@ -172,14 +174,14 @@ class SiLUFunction(Function):
     def forward(self, x):
         self.save_for_backward(x)
         z = wide(x)
-        return (z * sigmoid_array(z)).astype(x.dtype, copy=False)
+        return narrow(z * sigmoid_array(z), x.dtype)
 
     def backward(self, gy):
         (x,) = self.saved_tensors
         if fast_backward():
             z = wide(x.data)
             s = sigmoid_array(z)
-            return const(gy.data * (s * (1 + z * (1 - s))).astype(gy.dtype, copy=False))
+            return const(gy.data * narrow(s * (1 + z * (1 - s)), gy.dtype))
         s = sigmoid(x)
         return gy * (s * (1 + x * (1 - s)))
 
@@ -196,7 +198,7 @@ class Softplus(Function):
         self.beta, self.threshold = beta, threshold
         # log(1 + e^z) = max(z, 0) + log1p(e^-|z|): no overflow for large |z|.
         soft = (xp.maximum(z, 0) + xp.log1p(xp.exp(-xp.abs(z)))) / beta
-        return xp.where(z > threshold, w, soft).astype(x.dtype, copy=False)
+        return narrow(xp.where(z > threshold, w, soft), x.dtype)
 
     def backward(self, gy):
         (x,) = self.saved_tensors
@@ -205,7 +207,7 @@ class Softplus(Function):
         if fast_backward():
             s = sigmoid_array(z)
             s = get_array_module(s).where(linear, 1, s)
-            return const(gy.data * s.astype(gy.dtype, copy=False))
+            return const(gy.data * narrow(s, gy.dtype))
         return gy * where(const(linear), 1.0, sigmoid(x * self.beta))
 
 
@@ -297,7 +299,7 @@ class SoftmaxFunction(Function):
     def forward(self, x, axis):
         check_floating("softmax", x)
         self.axis = axis
-        y = softmax_array(x, axis).astype(x.dtype, copy=False)
+        y = narrow(softmax_array(x, axis), x.dtype)
         self.save_for_backward(y)
         return y
 
@@ -312,7 +314,7 @@ class LogSoftmax(Function):
     def forward(self, x, axis):
         check_floating("log_softmax", x)
         self.axis = axis
-        y = log_softmax_array(x, axis).astype(x.dtype, copy=False)
+        y = narrow(log_softmax_array(x, axis), x.dtype)
         self.save_for_backward(y)
         return y
 
@@ -379,7 +381,7 @@ class SoftminFunction(Function):
     def forward(self, x, axis):
         check_floating("softmin", x)
         self.axis = axis
-        y = softmax_array(-x, axis).astype(x.dtype, copy=False)
+        y = narrow(softmax_array(-x, axis), x.dtype)
         self.save_for_backward(y)
         return y
 
@@ -422,7 +424,7 @@ class ELUFunction(Function):
         y = xp.where(z > 0, z, neg)
         if scale != 1.0:
             y = y * scale
-        return y.astype(x.dtype, copy=False)
+        return narrow(y, x.dtype)
 
     def backward(self, gy):
         (x,) = self.saved_tensors
@@ -432,7 +434,7 @@ class ELUFunction(Function):
             xd = wide(x.data)
             xp = get_array_module(xd)
             d = xp.where(pos.data, self.scale, xp.exp(xp.minimum(xd, 0) * self.input_scale) * k)
-            return const(gy.data * d.astype(gy.dtype, copy=False))
+            return const(gy.data * narrow(d, gy.dtype))
         # where() before exp: no overflow on the positive side, and x's second derivative
         # flows only through the exponential side.
         return gy * where(pos, self.scale, exp(where(pos, 0.0, x) * self.input_scale) * k)
@@ -518,7 +520,7 @@ class HardsigmoidFunction(Function):
         self.save_for_backward(x)
         z = wide(x)
         xp = get_array_module(z)
-        return (xp.minimum(xp.maximum(z + 3, 0), 6) / 6).astype(x.dtype, copy=False)
+        return narrow(xp.minimum(xp.maximum(z + 3, 0), 6) / 6, x.dtype)
 
     def backward(self, gy):
         (x,) = self.saved_tensors
@@ -533,7 +535,7 @@ class HardswishFunction(Function):
         self.save_for_backward(x)
         z = wide(x)
         xp = get_array_module(z)
-        return (z * xp.minimum(xp.maximum(z + 3, 0), 6) / 6).astype(x.dtype, copy=False)
+        return narrow(z * xp.minimum(xp.maximum(z + 3, 0), 6) / 6, x.dtype)
 
     def backward(self, gy):
         (x,) = self.saved_tensors
@@ -567,7 +569,7 @@ class MishFunction(Function):
     def forward(self, x):
         self.save_for_backward(x)
         z = wide(x)
-        return (z * get_array_module(z).tanh(_softplus_array(z))).astype(x.dtype, copy=False)
+        return narrow(z * get_array_module(z).tanh(_softplus_array(z)), x.dtype)
 
     def backward(self, gy):
         (x,) = self.saved_tensors
@@ -575,7 +577,7 @@ class MishFunction(Function):
             z = wide(x.data)
             t = get_array_module(z).tanh(_softplus_array(z))
             d = t + z * sigmoid_array(z) * (1 - t * t)
-            return const(gy.data * d.astype(gy.dtype, copy=False))
+            return const(gy.data * narrow(d, gy.dtype))
         t = tanh(softplus(x))
         return gy * (t + x * sigmoid(x) * (1 - t * t))
 
@@ -586,13 +588,13 @@ class LogSigmoidFunction(Function):
     def forward(self, x):
         self.save_for_backward(x)
         z = wide(x)
-        return (-_softplus_array(-z)).astype(x.dtype, copy=False)
+        return narrow(-_softplus_array(-z), x.dtype)
 
     def backward(self, gy):
         (x,) = self.saved_tensors
         if fast_backward():
             s = sigmoid_array(-wide(x.data))
-            return const(gy.data * s.astype(gy.dtype, copy=False))
+            return const(gy.data * narrow(s, gy.dtype))
         return gy * sigmoid(-x)
 
 

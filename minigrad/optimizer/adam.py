@@ -33,15 +33,7 @@ class Adam(Optimizer):
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, amsgrad: bool = False):
-        name = type(self).__name__
-        if lr < 0:
-            raise ValueError(f"{name}: invalid learning rate {lr} (must be >= 0)")
-        if eps < 0:
-            raise ValueError(f"{name}: invalid eps {eps} (must be >= 0)")
-        if len(betas) != 2 or not all(0.0 <= b < 1.0 for b in betas):
-            raise ValueError(f"{name}: invalid betas {betas} (two values in [0, 1))")
-        if weight_decay < 0:
-            raise ValueError(f"{name}: invalid weight_decay {weight_decay} (must be >= 0)")
+        check_adam_args(type(self).__name__, lr, betas, eps, weight_decay)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, amsgrad=amsgrad))
 
@@ -71,6 +63,18 @@ class Adam(Optimizer):
             if amsgrad:
                 st["max_exp_avg_sq"] = vmax
             p._version += 1
+
+
+def check_adam_args(name: str, lr, betas, eps, weight_decay) -> None:
+    """The argument checks of Adam and its variants (PyTorch's messages)."""
+    if lr < 0:
+        raise ValueError(f"{name}: invalid learning rate {lr} (must be >= 0)")
+    if eps < 0:
+        raise ValueError(f"{name}: invalid eps {eps} (must be >= 0)")
+    if len(betas) != 2 or not all(0.0 <= b < 1.0 for b in betas):
+        raise ValueError(f"{name}: invalid betas {betas} (two values in [0, 1))")
+    if weight_decay < 0:
+        raise ValueError(f"{name}: invalid weight_decay {weight_decay} (must be >= 0)")
 
 
 def _advance(st: dict, data, found_inf):
@@ -110,3 +114,9 @@ class AdamW(Adam):
                  weight_decay: float = 1e-2, amsgrad: bool = False):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                          amsgrad=amsgrad)
+
+
+def count_step(st: dict, data, found_inf):
+    """:func:`_advance`, with a device count as a float64 0-d array ready for the formulas."""
+    t = _advance(st, data, found_inf)
+    return t if not hasattr(t, "shape") else t.reshape(()).astype("float64")

@@ -9,26 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from ._elementwise import Frame, host_step, lerp
-from .adam import _advance
+from .adam import check_adam_args, count_step
 from .optimizer import Optimizer
 
 __all__ = ["Adamax", "NAdam", "RAdam"]
-
-
-def _check(name, lr, betas, eps, weight_decay):
-    if lr < 0:
-        raise ValueError(f"{name}: invalid learning rate {lr} (must be >= 0)")
-    if eps < 0:
-        raise ValueError(f"{name}: invalid eps {eps} (must be >= 0)")
-    if len(betas) != 2 or not all(0.0 <= b < 1.0 for b in betas):
-        raise ValueError(f"{name}: invalid betas {betas} (two values in [0, 1))")
-    if weight_decay < 0:
-        raise ValueError(f"{name}: invalid weight_decay {weight_decay} (must be >= 0)")
-
-
-def _step(st, data, found_inf):
-    t = _advance(st, data, found_inf)
-    return t if host_step(t) else t.reshape(()).astype(np.float64)
 
 
 class Adamax(Optimizer):
@@ -48,7 +32,7 @@ class Adamax(Optimizer):
     def __init__(self, params, lr: float = 2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, foreach=None, *, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False):
-        _check("Adamax", lr, betas, eps, weight_decay)
+        check_adam_args("Adamax", lr, betas, eps, weight_decay)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, maximize=maximize))
 
@@ -61,7 +45,7 @@ class Adamax(Optimizer):
             st = self.state.get(p)
             if st is None:
                 st = self.state[p] = {"step": 0, "exp_avg": f.zeros(), "exp_inf": f.zeros()}
-            t = _step(st, p.data, found_inf)
+            t = count_step(st, p.data, found_inf)
             c, g = f.c, f.g
             m = lerp(st["exp_avg"], g, 1 - beta1, c)
             u = f.xp.maximum(st["exp_inf"] * c.type(beta2), f.xp.abs(g) + c.type(group["eps"]))
@@ -94,7 +78,7 @@ class NAdam(Optimizer):
                  decoupled_weight_decay: bool = False, *, foreach=None,
                  maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False):
-        _check("NAdam", lr, betas, eps, weight_decay)
+        check_adam_args("NAdam", lr, betas, eps, weight_decay)
         if momentum_decay < 0:
             raise ValueError(f"NAdam: invalid momentum_decay {momentum_decay} (must be >= 0)")
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
@@ -114,7 +98,7 @@ class NAdam(Optimizer):
             if st is None:
                 st = self.state[p] = {"step": 0, "mu_product": 1.0, "exp_avg": f.zeros(),
                                       "exp_avg_sq": f.zeros()}
-            t = _step(st, p.data, found_inf)
+            t = count_step(st, p.data, found_inf)
             c, g, xp = f.c, f.g, f.xp
             w = f.w * c.type(1 - lr * wd) if decoupled and wd != 0 else f.w
             mu = beta1 * (1.0 - 0.5 * 0.96 ** (t * psi))
@@ -154,7 +138,7 @@ class RAdam(Optimizer):
                  weight_decay: float = 0.0, decoupled_weight_decay: bool = False, *,
                  foreach=None, maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False):
-        _check("RAdam", lr, betas, eps, weight_decay)
+        check_adam_args("RAdam", lr, betas, eps, weight_decay)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay,
                                       decoupled_weight_decay=decoupled_weight_decay,
@@ -172,7 +156,7 @@ class RAdam(Optimizer):
             st = self.state.get(p)
             if st is None:
                 st = self.state[p] = {"step": 0, "exp_avg": f.zeros(), "exp_avg_sq": f.zeros()}
-            t = _step(st, p.data, found_inf)
+            t = count_step(st, p.data, found_inf)
             c, g, xp = f.c, f.g, f.xp
             w = f.w * c.type(1 - lr * wd) if decoupled and wd != 0 else f.w
             m = lerp(st["exp_avg"], g, 1 - beta1, c)

@@ -7,8 +7,8 @@ Each keeps PyTorch's state names (``sum``; ``square_avg``/``acc_delta``; ``squar
 
 from __future__ import annotations
 
-from ._elementwise import Frame, host_step, lerp
-from .adam import _advance
+from ._elementwise import Frame, lerp
+from .adam import _advance, count_step
 from .optimizer import Optimizer
 
 __all__ = ["Adagrad", "Adadelta", "RMSprop"]
@@ -18,10 +18,6 @@ def _check(name, **values):
     for key, value in values.items():
         if value < 0:
             raise ValueError(f"{name}: invalid {key} {value} (must be >= 0)")
-
-
-def _device_scalar(t):
-    return t if host_step(t) else t.reshape(()).astype("float64")
 
 
 class Adagrad(Optimizer):
@@ -59,7 +55,7 @@ class Adagrad(Optimizer):
             if st is None:
                 st = self.state[p] = {"step": 0,
                                       "sum": f.zeros(group["initial_accumulator_value"])}
-            t = _device_scalar(_advance(st, p.data, found_inf))
+            t = count_step(st, p.data, found_inf)
             clr = group["lr"] / (1 + (t - 1) * group["lr_decay"])
             g = f.g
             total = st["sum"] + g * g
