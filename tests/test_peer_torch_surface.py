@@ -666,3 +666,24 @@ def test_generator_seeds_random_split_and_loaders():
         g.manual_seed(1.5)
     with pytest.raises(TypeError):
         mg.randn(2, generator=g)  # not accepted, so never ignored
+
+
+@pytest.mark.parametrize("kw", [{}, {"dim": 1}, {"dim": 0, "keepdim": True},
+                                {"dim": 1, "correction": 0}, {"dim": 1, "unbiased": False}])
+def test_var_mean_and_std_mean_divide_by_n_minus_one_as_pytorch(kw):
+    a = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    for name in ("var_mean", "std_mean"):
+        got, want = getattr(mg, name)(mg.tensor(a), **kw), getattr(torch, name)(
+            torch.tensor(a), **kw)
+        for g, w in zip(got, want):
+            assert g.shape == tuple(w.shape)
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("kw", [{}, {"dim": 1}, {"dim": (0, 1), "keepdim": True}])
+def test_amax_amin_match_pytorch(kw):
+    a = np.random.default_rng(1).standard_normal((3, 4)).astype(np.float32)
+    for name in ("amax", "amin"):
+        want = getattr(torch, name)(torch.tensor(a), **kw).numpy()
+        np.testing.assert_array_equal(getattr(mg, name)(mg.tensor(a), **kw).numpy(), want)
+        np.testing.assert_array_equal(getattr(mg.tensor(a), name)(**kw).numpy(), want)

@@ -33,7 +33,6 @@ def _dims(op, axis, keepdims, dim, keepdim):
             bool(_one_of(op, keepdims, keepdim, ("keepdims", "keepdim"))))
 
 
-
 def _size_one_axes(x, axis):
     """PyTorch's ``x.squeeze(dim)`` leaves a named axis whose size is not 1 (MegEngine's
     ``F.squeeze`` raises): the named axes that have size 1 (all of them for None)."""
@@ -268,6 +267,14 @@ class _Methods:
 
     def argmin(self, axis=None, keepdims=None, *, dim=None, keepdim=None):
         return _reduction.argmin(self, *_dims("argmin", axis, keepdims, dim, keepdim))
+
+    def amax(self, dim=(), keepdim=False):
+        """PyTorch's ``amax``: the values of the maximum over ``dim`` (``()``: every axis)."""
+        return _reduction.max(self, None if dim in ((), None) else dim, bool(keepdim))
+
+    def amin(self, dim=(), keepdim=False):
+        """PyTorch's ``amin``: the values of the minimum over ``dim`` (``()``: every axis)."""
+        return _reduction.min(self, None if dim in ((), None) else dim, bool(keepdim))
 
     def prod(self, axis=None, keepdims=None, *, dim=None, keepdim=None):
         return _reduction.prod(self, *_dims("prod", axis, keepdims, dim, keepdim))

@@ -317,6 +317,20 @@ class inference_mode(set_grad_enabled):  # noqa: N801 - PyTorch's name
 
 BUILTIN_SHADOWS = ("sum", "abs", "all", "any", "pow", "float", "int", "bool", "max", "min")
 
+def var_mean(input, dim=None, unbiased=None, keepdim=None, *, correction=None):  # noqa: A002
+    """``torch.var_mean``: ``(var, mean)``, the variance dividing by ``N - 1`` by default."""
+    axis = None if isinstance(dim, bool) else dim
+    return (_reduction.torch_var(input, dim, unbiased, keepdim, correction=correction),
+            F.mean(input, axis=axis, keepdims=bool(keepdim)))
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=None, *, correction=None):  # noqa: A002
+    """``torch.std_mean``: ``(std, mean)``, the deviation dividing by ``N - 1`` by default."""
+    axis = None if isinstance(dim, bool) else dim
+    return (_reduction.torch_std(input, dim, unbiased, keepdim, correction=correction),
+            F.mean(input, axis=axis, keepdims=bool(keepdim)))
+
+
 NAMES = dict(
     # dtypes (PyTorch's short names) and types
     float=float32, double=float64, half=float16, long=np.dtype(np.int64),
@@ -351,7 +365,9 @@ NAMES = dict(
     max=_sorting.torch_max, min=_sorting.torch_min, sort=_sorting.torch_sort,
     argsort=_sorting.torch_argsort, topk=_sorting.torch_topk, kthvalue=_sorting.torch_kthvalue,
     median=_sorting.torch_median, mode=_sorting.torch_mode, std=_reduction.torch_std,
-    var=_reduction.torch_var,
+    var=_reduction.torch_var, var_mean=var_mean, std_mean=std_mean,
+    amax=lambda input, dim=(), keepdim=False: input.amax(dim, keepdim),
+    amin=lambda input, dim=(), keepdim=False: input.amin(dim, keepdim),
 )
 # what ``minigrad.__all__`` lists: every name but the builtins' (``from minigrad import *`` must
 # not replace sum, int, ...)
