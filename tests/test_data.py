@@ -128,3 +128,22 @@ def test_a_samplers_epoch_is_its_own():
     s2 = DistributedSampler(ds, num_replicas=2, rank=0, seed=3)
     s2.set_epoch(3)
     assert first == s2.indices().tolist()
+
+
+def test_an_iterator_never_advanced_uses_up_no_epoch():
+    # tqdm.auto's progress bar calls iter(loader) in its constructor and iterates again: the
+    # shuffle order must be the one set_epoch chose, with or without the bar.
+    import numpy as np
+
+    import minigrad as mg
+    from minigrad.data.dataloader import DataLoader
+    from minigrad.data import TensorDataset
+
+    for workers in (0, 1):
+        loader = DataLoader(TensorDataset(mg.tensor(np.arange(20))), batch_size=4, shuffle=True,
+                            seed=3, num_workers=workers)
+        loader.set_epoch(0)
+        plain = [b[0].numpy().tolist() for b in loader]
+        loader.set_epoch(0)
+        iter(loader)  # made, never advanced
+        assert [b[0].numpy().tolist() for b in loader] == plain

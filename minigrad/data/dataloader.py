@@ -370,17 +370,21 @@ class DataLoader:
         self.set_epoch(int(state["epoch"]))
 
     def __iter__(self):
+        # A generator: the epoch is taken at the first batch, so an iterator made and never
+        # advanced (tqdm.auto's progress bar makes one in its constructor) uses up no epoch of
+        # the shuffle order.
         epoch = self.epoch
         self.epoch += 1
         if self.num_workers == 0:
-            return self._batches(epoch)
+            yield from self._batches(epoch)
+            return
         init = self.worker_init_fn
         if self.persistent_workers and self._workers_started:
             init = None
         self._workers_started = True
         info = WorkerInfo(0, 1, (self.seed + epoch) % 2 ** 63, self.dataset)
-        return _Prefetcher(lambda: self._batches(epoch), self.num_workers * self.prefetch_factor,
-                           self.timeout, info, init)
+        yield from _Prefetcher(lambda: self._batches(epoch),
+                               self.num_workers * self.prefetch_factor, self.timeout, info, init)
 
     # ------------------------------------------------------------------ one epoch
     def _batches(self, epoch):
