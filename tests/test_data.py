@@ -147,3 +147,14 @@ def test_an_iterator_never_advanced_uses_up_no_epoch():
         loader.set_epoch(0)
         iter(loader)  # made, never advanced
         assert [b[0].numpy().tolist() for b in loader] == plain
+
+
+def test_a_sampler_iterator_never_advanced_uses_up_no_epoch():
+    from minigrad.utils.data import RandomSampler
+
+    sampler = RandomSampler(range(10), generator=5)
+    sampler.set_epoch(0)
+    plain = list(sampler)
+    sampler.set_epoch(0)
+    iter(sampler)  # made, never advanced
+    assert list(sampler) == plain

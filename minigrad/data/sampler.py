@@ -96,9 +96,10 @@ class _Seeded(Sampler):
         return np.random.default_rng([self.seed, self.epoch])
 
     def __iter__(self):
+        # A generator, as DataLoader.__iter__: an iterator never advanced uses up no epoch.
         order = self.indices()
         self.epoch += 1
-        return iter(order.tolist())
+        yield from order.tolist()
 
 
 class RandomSampler(_Seeded):
