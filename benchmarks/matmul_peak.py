@@ -86,15 +86,15 @@ def main(argv=None) -> int:
             F.matmul(a, b)
         path = paths[-1]
         # the direct backend call on the same arrays (NumPy on the CPU: native low precision)
-        t_raw = timer(lambda: xp.matmul(a.data, b.data), cfg.repeats)
+        t_raw = timer(lambda: xp.matmul(a._data, b._data), cfg.repeats)
         # agreement with a float32 product of the same (rounded) inputs
         # (on the device: an 8192^3 float32 product on the host would take a minute)
         ref = xp.matmul(xp.asarray(a_np.astype(np.float32)), xp.asarray(b_np.astype(np.float32)))
-        got = F.matmul(a, b).data.astype(np.float32)
+        got = F.matmul(a, b)._data.astype(np.float32)
         rel = float(xp.abs(got - ref).max() / (xp.abs(ref).max() + 1e-30))
         # the capturable cuBLAS path (nvmath-python): if it is as fast as cupy.matmul, it can
         # become the default (MINIGRAD_CUBLAS=nvmath) instead of only the capture path
-        t_nv = (timer(lambda: cublas_gemm.matmul(a.data, b.data), cfg.repeats)
+        t_nv = (timer(lambda: cublas_gemm.matmul(a._data, b._data), cfg.repeats)
                 if gpu and cublas_gemm.available() else None)
         rows.append((label, f"{sa}x{sb[-1]}", f"{flops / t_mg / 1e12:.2f}",
                      f"{flops / t_raw / 1e12:.2f}", f"{t_raw / t_mg:.2f}", path, f"{rel:.1e}",

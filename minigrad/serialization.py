@@ -99,7 +99,7 @@ class _Encoder:
                 return float(obj)
             return {"$float": "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")}
         if isinstance(obj, Tensor):
-            return {"$tensor": self._add(obj.data, where), "requires_grad": obj.requires_grad,
+            return {"$tensor": self._add(obj._data, where), "requires_grad": obj.requires_grad,
                     "parameter": isinstance(obj, Parameter)}
         if isinstance(obj, np.ndarray) or (B.cupy is not None and isinstance(obj, B.cupy.ndarray)):
             return {"$array": self._add(obj, where)}

@@ -558,7 +558,7 @@ def test_zero_dim_gradient_unscales_to_an_array():
     scaler = amp.GradScaler(init_scale=8.0)
     scaler.scale(p * 3.0).backward()
     scaler.unscale_(opt)
-    assert isinstance(p.grad.data, np.ndarray) and p.grad.shape == ()
+    assert isinstance(p.grad._data, np.ndarray) and p.grad.shape == ()
     assert p.grad.item() == 3.0 and p.grad.numpy().tolist() == 3.0
     scaler.step(opt)
     scaler.update()
@@ -656,7 +656,7 @@ def test_megengine_seed_is_multiplied_by_a_scalar_not_a_0d_array(monkeypatch):
     scaler = amp.GradScaler(init_scale=4.0)
     real = mg.ones_like
     monkeypatch.setattr(grad_scaler, "ones_like",
-                        lambda t: mg.Tensor._make(real(t).data.view(NoZeroDim), False, None, 0))
+                        lambda t: mg.Tensor._make(real(t)._data.view(NoZeroDim), False, None, 0))
     with gm:
         scaler.backward(gm, (w * 3.0).sum())
     np.testing.assert_array_equal(w.grad.numpy(), 3.0)
@@ -941,7 +941,7 @@ def _scaled_step(loss_fn, params, scale=1024.0):
     scaler = amp.GradScaler(init_scale=scale)
     opt = SGD(params, lr=0.0)
     scaler.scale(loss_fn()).backward()
-    before = [p.grad.data for p in params]
+    before = [p.grad._data for p in params]
     scaler.unscale_(opt)
     return scaler, before
 
@@ -956,9 +956,9 @@ def test_unscale_is_in_place_with_one_reused_flag(sync_free):
     flags = []
     for _ in range(2):
         scaler.scale((w * w).sum() * b + (w64 * 3.0).sum()).backward()
-        arrays = [p.grad.data for p in (w, b, w64)]
+        arrays = [p.grad._data for p in (w, b, w64)]
         scaler.unscale_(opt)
-        assert all(p.grad.data is a for p, a in zip((w, b, w64), arrays))   # no copy
+        assert all(p.grad._data is a for p, a in zip((w, b, w64), arrays))   # no copy
         flags.append(scaler._unscale_flags["cpu"])
         np.testing.assert_array_equal(w.grad.numpy(), 2 * w.numpy() * 2.0)
         assert float(b.grad.item()) == float((w.numpy() ** 2).sum())
@@ -981,7 +981,7 @@ def test_shared_gradient_arrays_are_unscaled_once():
         np.testing.assert_array_equal(t.grad.numpy(), np.full((2, 3), 5.0))
     np.testing.assert_array_equal(c.grad.numpy(), np.full(6, 5.0))
     np.testing.assert_array_equal(d.grad.numpy(), np.full((2, 3), 7.0))
-    assert d.grad.data is before[3]
+    assert d.grad._data is before[3]
 
 
 def test_inplace_split_rules():

@@ -639,9 +639,9 @@ def test_gpu_cuda_graph_training_step_equals_eager(rng):
     _needs_nvmath()
     net, opt = make()
     sx, st = mg.tensor(x_np, device="cuda"), mg.tensor(t_np, device="cuda")
-    step = cuda_graph.capture(lambda: train_step(net, opt, sx, st), [sx.data, st.data])
+    step = cuda_graph.capture(lambda: train_step(net, opt, sx, st), [sx._data, st._data])
     for _ in range(3):   # warm-up step + 3 replays = 4 steps
-        step.replay(mg.tensor(x_np, device="cuda").data, mg.tensor(t_np, device="cuda").data)
+        step.replay(mg.tensor(x_np, device="cuda")._data, mg.tensor(t_np, device="cuda")._data)
     for p, q in zip(net.parameters(), eager_net.parameters()):
         np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-5, atol=1e-6)
 
@@ -681,7 +681,7 @@ def test_gpu_multi_tensor_sgd_equals_the_per_tensor_kernel_and_the_twin(kw, rng)
             else:   # the per-tensor kernel, parameter by parameter
                 for p in ps:
                     st = opt.state.get(p)
-                    buf = fused.sgd_update(p.data, p.grad.data, None if st is None else
+                    buf = fused.sgd_update(p._data, p.grad._data, None if st is None else
                                            st["momentum_buffer"], 0.05, kw.get("momentum", 0.0),
                                            kw.get("dampening", 0.0), kw.get("weight_decay", 0.0),
                                            kw.get("nesterov", False))

@@ -18,7 +18,7 @@ def test_two_leaves_of_one_add_get_their_own_gradient_arrays():
     p0, p1 = _pair()
     ((p0 + p1) * mg.tensor([2.0, 3.0])).sum().backward()
     assert p0.grad is not p1.grad
-    assert not np.shares_memory(p0.grad.data, p1.grad.data)
+    assert not np.shares_memory(p0.grad._data, p1.grad._data)
     for p in (p0, p1):
         p.grad.mul_(0.5)
     np.testing.assert_array_equal(p0.grad.numpy(), [1.0, 1.5])
@@ -29,7 +29,7 @@ def test_a_view_of_the_same_gradient_is_not_shared_either():
     p0 = mg.Parameter(np.ones(4, np.float32))
     p1 = mg.Parameter(np.ones((2, 2), np.float32))
     (p0 + p1.reshape(4)).sum().backward()
-    assert not np.shares_memory(p0.grad.data, p1.grad.data)
+    assert not np.shares_memory(p0.grad._data, p1.grad._data)
 
 
 def test_a_broadcast_gradient_is_writable():

@@ -89,7 +89,7 @@ def test_inputs_are_copied_into_static_buffers():
     g, _, _ = _run(_mlp, lambda m: SGD(m.parameters(), lr=0.1), batches, capture=True)
     step = g._captured[1]
     # the buffers are the graph's own copies, holding the last call's inputs
-    assert all(s is not b[0].data for s, b in zip(step.static_inputs, batches))
+    assert all(s is not b[0]._data for s, b in zip(step.static_inputs, batches))
     np.testing.assert_array_equal(step.static_inputs[0], batches[-1][0].numpy())
     np.testing.assert_array_equal(step.static_inputs[1], batches[-1][1].numpy())
 

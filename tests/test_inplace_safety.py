@@ -124,12 +124,12 @@ def test_version_counter_is_shared_and_counts():
 def test_augmented_assignment_is_in_place_without_grad():
     t = mg.tensor([1.0, 2.0])
     alias = t
-    data = t.data
+    data = t._data
     t += 1
     t *= 3
     t -= 1
     t /= 2
-    assert t is alias and t.data is data and t._version == 4
+    assert t is alias and t._data is data and t._version == 4
     np.testing.assert_allclose(t.numpy(), [2.5, 4.0])
 
 

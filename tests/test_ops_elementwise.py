@@ -305,12 +305,12 @@ def test_zero_d_input_gives_a_zero_d_array_gradient(device, name):
     fn = ZERO_D_OPS[name]
     x = mg.tensor(0.3, dtype=mg.float64, device=device, requires_grad=True)
     y = fn(x)
-    assert y.shape == () and not isinstance(y.data, np.generic)
+    assert y.shape == () and not isinstance(y._data, np.generic)
     y.backward()
-    assert x.grad.shape == () and not isinstance(x.grad.data, np.generic)
+    assert x.grad.shape == () and not isinstance(x.grad._data, np.generic)
     assert np.asarray(x.grad.numpy()).shape == ()
     (g,) = mg.autodiff.grad(fn(x), [x])
-    assert not isinstance(g.data, np.generic) and g.item() == x.grad.item()
+    assert not isinstance(g._data, np.generic) and g.item() == x.grad.item()
     assert gradcheck(fn, [np.array(0.3)], device=device)
 
 

@@ -278,7 +278,7 @@ def test_extrema_of_an_empty_tensor_over_a_non_empty_axis(rng):
 def test_any_and_all_over_every_axis_hold_a_0d_array():
     t = mg.tensor([0.0, 1.0])
     for r, expect in ((t.any(), True), (t.all(), False)):
-        assert r.shape == () and not isinstance(r.data, np.generic)
+        assert r.shape == () and not isinstance(r._data, np.generic)
         assert r.numpy().item() is expect and r.item() is expect
 
 

@@ -79,7 +79,7 @@ def test_sgd_cpu_step_is_only_the_twin(monkeypatch, make):
     for i, call in enumerate(rec.calls):
         param, grad, buf, lr, momentum, damp, wd, nesterov, first = call
         p, (step, k) = params[i % len(params)], divmod(i, len(params))
-        assert param is p.data
+        assert param is p._data
         np.testing.assert_array_equal(grad, grads[step][k] * np.float32(inv))
         assert (lr, momentum, damp, wd, nesterov) == tuple(
             opt.param_groups[0][key] for key in ("lr", "momentum", "dampening", "weight_decay",
@@ -113,7 +113,7 @@ def test_adam_cpu_step_is_only_the_twin(monkeypatch, cls, kw):
     for i, (param, _g, m, v, vmax, s, decoupled, amsgrad) in enumerate(rec.calls):
         p, t = params[i % len(params)], i // len(params) + 1
         st = opt.state[p]
-        assert param is p.data and m is st["exp_avg"] and v is st["exp_avg_sq"]
+        assert param is p._data and m is st["exp_avg"] and v is st["exp_avg_sq"]
         assert vmax is st.get("max_exp_avg_sq") and amsgrad == bool(kw.get("amsgrad"))
         assert decoupled == (cls is AdamW)
         assert s["step_size"] == kw["lr"] / (1.0 - beta1 ** t)

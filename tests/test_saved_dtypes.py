@@ -51,7 +51,7 @@ def _wide_saved(root):
             continue
         lower_ops += 1
         for a in fn.saved or ():
-            a = a.data if isinstance(a, mg.Tensor) else a
+            a = a._data if isinstance(a, mg.Tensor) else a
             if a is None or a.dtype == bool or np.issubdtype(a.dtype, np.integer):
                 continue
             if a.dtype != np.float16 and not _is_statistic(a) and not _cpu_float32_operand(fn, a):

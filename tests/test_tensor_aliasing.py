@@ -36,7 +36,7 @@ def test_from_numpy_and_as_tensor_share():
 def test_parameter_shares_its_tensor_and_version_counter():
     t = mg.tensor([1.0, 2.0])
     p = mg.Parameter(t)
-    assert np.shares_memory(p.data, t.data)
+    assert np.shares_memory(p._data, t._data)
     y = (p * p).sum()
     t.mul_(2.0)
     with pytest.raises(RuntimeError, match="modified in place after the forward"):

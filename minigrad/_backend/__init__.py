@@ -67,6 +67,11 @@ def get_array_module(x):
     return cupy.get_array_module(x)
 
 
+def is_array(x) -> bool:
+    """Whether ``x`` is a NumPy or CuPy array."""
+    return isinstance(x, _ndarray) or (cupy is not None and isinstance(x, cupy.ndarray))
+
+
 # The device None stands for in creation functions; a one-item list so mg.set_default_device
 # can change it without rebinding a module global.
 default_device = ["cpu"]

@@ -306,9 +306,9 @@ class _CudaBackend:
 def _tensors(out) -> list:
     """The Tensors of a step's output (a Tensor, or nested tuples/lists/dicts of them).
 
-    A Tensor is recognised by its NumPy ``.data`` (the twin runs on NumPy): the backend sits
+    A Tensor is recognised by its NumPy ``._data`` (the twin runs on NumPy): the backend sits
     below the Tensor type and does not import it."""
-    if isinstance(getattr(out, "data", None), np.ndarray):
+    if isinstance(getattr(out, "_data", None), np.ndarray):
         return [out]
     if isinstance(out, dict):
         out = list(out.values())
@@ -360,7 +360,7 @@ class TwinStep:
                 raise CaptureError("the step's outputs changed shape or dtype between replays; "
                                    "a CUDA graph writes the same output arrays every time")
             for dst, src in zip(static, new):
-                np.copyto(dst.data, src.data)
+                np.copyto(dst._data, src._data)
         self.replays += 1
         return self.output
 

@@ -126,7 +126,7 @@ def _max_finite(tensors) -> tuple:
     for t in tensors:
         if not isinstance(t, Tensor) or not is_floating(t.dtype) or t.size == 0:
             continue
-        d = t.data
+        d = t._data
         xp = get_array_module(d)
         ok = xp.isfinite(d)
         if not bool(ok.all()):
@@ -181,7 +181,7 @@ class _Checker:
             return  # a training forward: the scaler's watch only checks backward passes
         bad = None
         for o in outputs:
-            if isinstance(o, Tensor) and is_floating(o.dtype) and _bad_kind(o.data):
+            if isinstance(o, Tensor) and is_floating(o.dtype) and _bad_kind(o._data):
                 bad = o
                 break
         if bad is None:
@@ -193,12 +193,12 @@ class _Checker:
 
     def _check(self, fn, inputs, outputs, node, direction):
         for o in outputs:
-            if isinstance(o, Tensor) and is_floating(o.dtype) and _bad_kind(o.data):
+            if isinstance(o, Tensor) and is_floating(o.dtype) and _bad_kind(o._data):
                 self._report(fn, inputs, outputs, node, direction)
                 return
 
     def _report(self, fn, inputs, outputs, node, direction):
-        kinds = {_bad_kind(o.data) for o in outputs
+        kinds = {_bad_kind(o._data) for o in outputs
                  if isinstance(o, Tensor) and is_floating(o.dtype)} - {None}
         kind = "inf+nan" if len(kinds) > 1 else kinds.pop()
         biggest, finite = _max_finite(inputs)

@@ -355,11 +355,11 @@ class GradScaler:
             return outputs
         self._scaled = True
         if isinstance(outputs, Tensor):
-            self._pending_losses.append(outputs.data)
+            self._pending_losses.append(outputs._data)
             x = outputs
             if x.dtype == B.float16 or x.dtype == B.bfloat16:
                 x = cast(x, B.float32)
-            s = self._scale_array(x.dtype, x.data)
+            s = self._scale_array(x.dtype, x._data)
             y = x * (s if isinstance(s, float) else _make(s, False, None, 0))
             if type(y) is Tensor:
                 y.__class__ = _ScaledLoss
@@ -394,12 +394,12 @@ class GradScaler:
         dys = list(dy) if isinstance(dy, (list, tuple)) else [dy] * len(ys)
         seeds, roots = [], []
         for yi, di in zip(ys, dys):
-            self._pending_losses.append(yi.data)
+            self._pending_losses.append(yi._data)
             di = ones_like(yi) if di is None else default_grad(yi, di, "GradScaler.backward")
             if yi.dtype == B.float16 or yi.dtype == B.bfloat16:
                 # seed in float32 (see scale()); the cast's backward rounds into y's dtype
                 yi = cast(yi, B.float32)
-            d = di.data
+            d = di._data
             if d.dtype != yi.dtype:
                 d = d.astype(yi.dtype)
             s = self._scale_array(d.dtype, d)
@@ -431,7 +431,7 @@ class GradScaler:
                     "float32 under autocast (fp32 master weights: amp O1/O2 keep parameters "
                     "fp32) and let autocast cast them per op")
             owners.append(p)
-            grads.append(g.data)
+            grads.append(g._data)
         losses, self._pending_losses = self._pending_losses, []
         like = grads[0] if grads else losses[0] if losses else None
         if like is None:

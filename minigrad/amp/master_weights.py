@@ -62,7 +62,7 @@ class MasterWeightOptimizer:
         if not isinstance(p, Tensor) or p.dtype not in _LOW:
             return p
         src = fp32_values.get(id(p))
-        data = (src.data if isinstance(src, Tensor) else src) if src is not None else p.data
+        data = (src._data if isinstance(src, Tensor) else src) if src is not None else p._data
         master = Parameter(B.to_device(data, p.device).astype(B.float32, copy=True),
                            device=p.device)
         st = self.optimizer.state.pop(p, None)
@@ -103,14 +103,14 @@ class MasterWeightOptimizer:
             if g is synced:
                 continue
             # zero_grad on the model alone drops the master's gradient too
-            m.grad = None if g is None else Tensor._make(g.data.astype(B.float32), False, None, 0)
+            m.grad = None if g is None else Tensor._make(g._data.astype(B.float32), False, None, 0)
             pair[2] = g
 
     def _refresh_stale(self) -> None:
         for pair in self._pairs:
             p, m, _, version = pair
             if p._version != version:  # changed outside the optimizer: the model wins
-                m.data = p.data.astype(B.float32)
+                m._data = p._data.astype(B.float32)
                 m._version += 1
                 pair[3] = p._version
 
@@ -123,8 +123,8 @@ class MasterWeightOptimizer:
             p, m, _, _ = pair
             if m.grad is None:  # not updated (no gradient, or dropped by a scaler)
                 continue
-            xp = B.get_array_module(p.data)
-            xp.copyto(p.data, m.data, casting="unsafe")
+            xp = B.get_array_module(p._data)
+            xp.copyto(p._data, m._data, casting="unsafe")
             p._version += 1
             pair[3] = p._version
         return self
@@ -137,7 +137,7 @@ class MasterWeightOptimizer:
             if set_to_none or p.grad is None:
                 p.grad = None
             else:
-                g = p.grad.data
+                g = p.grad._data
                 p.grad = Tensor._make(B.get_array_module(g).zeros_like(g), False, None, 0)
             pair[2] = p.grad
 
@@ -162,7 +162,7 @@ class MasterWeightOptimizer:
         for group in self.optimizer.param_groups:
             for p in group["params"]:
                 index.setdefault(id(p), len(index))
-        sd["master_weights"] = {index[id(m)]: m.data for _, m, _, _ in self._pairs}
+        sd["master_weights"] = {index[id(m)]: m._data for _, m, _, _ in self._pairs}
         return sd
 
     def load_state_dict(self, state_dict: dict) -> None:
@@ -184,15 +184,15 @@ class MasterWeightOptimizer:
             if m is None or id(m) not in pos:
                 raise ValueError(f"master_weights.load_state_dict: entry {idx} does not match a "
                                  "master weight of this optimizer (different model?)")
-            arr = arr.data if isinstance(arr, Tensor) else arr
+            arr = arr._data if isinstance(arr, Tensor) else arr
             if tuple(arr.shape) != m.shape:
                 raise ValueError(f"master_weights.load_state_dict: master {idx} has shape "
                                  f"{tuple(arr.shape)}, the parameter has {m.shape}")
-            m.data = B.to_device(arr, m.device).astype(B.float32, copy=True)
+            m._data = B.to_device(arr, m.device).astype(B.float32, copy=True)
             m._version += 1
             pair = self._pairs[pos[id(m)]]
             p = pair[0]
-            B.get_array_module(p.data).copyto(p.data, m.data, casting="unsafe")
+            B.get_array_module(p._data).copyto(p._data, m._data, casting="unsafe")
             p._version += 1
             pair[3] = p._version
         if masters is None:

@@ -205,7 +205,7 @@ def grad_stats(params_or_module, scaler=None, dtype="float16", *, lr=None,
         if p.grad is None or p.size == 0:
             continue
         # Host float64 arithmetic: exact products, then the dtype's own rounding.
-        g = _host(p.grad.data).astype(np.float64).ravel()
+        g = _host(p.grad._data).astype(np.float64).ravel()
         n = g.size
         nz = g != 0
         s = g * scale
@@ -221,7 +221,7 @@ def grad_stats(params_or_module, scaler=None, dtype="float16", *, lr=None,
             max_abs=float(ag.max()) if ag.size else 0.0,
             min_abs_nonzero=float(ag.min()) if ag.size else 0.0)
         if lr is not None:
-            w = _host(p.data).ravel()
+            w = _host(p._data).ravel()
             new = (w.astype(np.float64) - float(lr) * g).astype(w.dtype)
             row["lost_update"] = float(np.count_nonzero(nz & (new == w))) / n
     return GradStats(rows, low, scale, lr)

@@ -145,7 +145,7 @@ class Trace:
             # Possibly inserted by autocast for the op being dispatched: decide when it arrives.
             out = outputs[0]
             src = inputs[0]
-            self._pending[id(out)] = (out, _dn(fn.src_dtype), out.data.nbytes,
+            self._pending[id(out)] = (out, _dn(fn.src_dtype), out._data.nbytes,
                                       self._source_index(src))
             return
         self._record_forward(fn, inputs, outputs, path, node, policy)
@@ -215,7 +215,7 @@ class Trace:
         if self.keep_outputs and node is None and outputs:
             out = outputs[0]
             rec["sources"] = tuple(sources)
-            rec["output"] = _host64(out.data) if is_floating(out.dtype) else None
+            rec["output"] = _host64(out._data) if is_floating(out.dtype) else None
             for o in outputs:
                 self._producer[id(o)] = (o, rec["index"])
         self._records.append(rec)

@@ -109,8 +109,8 @@ def _conform(g, x, fn):
     A backward's array expression on 0-d arrays gives a NumPy scalar (ufuncs do that): every
     gradient passes here, so this is the one place that turns it back into a 0-d array.
     """
-    if isinstance(g.data, _np_generic):
-        g = Tensor._make(_np_asarray(g.data), g.requires_grad, g.creator, g._out_index)
+    if isinstance(g._data, _np_generic):
+        g = Tensor._make(_np_asarray(g._data), g.requires_grad, g.creator, g._out_index)
     if g.shape != x.shape:
         name = fn.name if fn is not None else "backward"
         raise RuntimeError(
@@ -240,7 +240,7 @@ def _own_grad(g, owners: set, is_seed: bool):
     this backward (``a + b`` hands one array to both), when it is the caller's seed, or when it
     is read-only or a broadcast, so the gradient is a writable array no other tensor sees (an
     in-place unscale or ``p.grad.mul_`` changes one parameter's gradient only)."""
-    a = g.data
+    a = g._data
     owner = a.base if getattr(a, "base", None) is not None else a
     shared = is_seed or id(owner) in owners or is_shared_memory(a)
     if shared:
@@ -252,7 +252,7 @@ def _own_grad(g, owners: set, is_seed: bool):
 
 
 def _zeros_like_meta(fn, shape, dtype):
-    ref = next(x.data for x in fn.inputs if isinstance(x, Tensor))
+    ref = next(x._data for x in fn.inputs if isinstance(x, Tensor))
     return get_array_module(ref).zeros(shape, dtype=dtype)
 
 

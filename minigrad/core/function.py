@@ -64,8 +64,8 @@ def _zero_dim_mix(arrays) -> bool:
 def _zero_dim_inputs(inputs) -> bool:
     """:func:`_zero_dim_mix` of the Tensor inputs, cheap when no input is 0-d (the usual op)."""
     for x in inputs:
-        if isinstance(x, Tensor) and not x.data.ndim:
-            return _zero_dim_mix([t.data for t in inputs if isinstance(t, Tensor)])
+        if isinstance(x, Tensor) and not x._data.ndim:
+            return _zero_dim_mix([t._data for t in inputs if isinstance(t, Tensor)])
     return False
 
 
@@ -77,7 +77,7 @@ def _promote(cls, inputs):
     scalars = []
     for x in inputs[cls.promote_skip:]:
         if isinstance(x, Tensor):
-            d = x.data.dtype
+            d = x._data.dtype
             if first is None:
                 first = d
             elif d is not first and d != first:
@@ -87,7 +87,7 @@ def _promote(cls, inputs):
     # One float dtype throughout (Python scalars never widen a float tensor): nothing to do.
     if first is None or uniform and (first in _FLOATS or not scalars and kind == "common"):
         return inputs
-    tensors = [x.data for x in inputs[cls.promote_skip:] if isinstance(x, Tensor)]
+    tensors = [x._data for x in inputs[cls.promote_skip:] if isinstance(x, Tensor)]
     zero_dim = _zero_dim_mix(tensors)
     dims = [a.dtype for a in tensors if not zero_dim or a.ndim]
     zeros = [a.dtype for a in tensors if zero_dim and not a.ndim]
@@ -98,7 +98,7 @@ def _promote(cls, inputs):
     # lets a float64 0-d widen a float32 array, PyTorch does not) are cast here.
     wide = zero_dim or target not in dims + zeros
     out = tuple([Cast.apply(x, dtype=target) if isinstance(x, Tensor) and i >= cls.promote_skip
-                 and x.data.dtype != target and (wide or x.data.dtype not in _FLOATS) else x
+                 and x._data.dtype != target and (wide or x._data.dtype not in _FLOATS) else x
                  for i, x in enumerate(inputs)])
     # ``inputs`` itself when nothing was cast: the caller retries only on a change (a bool
     # result of a comparison never has an input's dtype, and must not retry forever).
@@ -115,11 +115,11 @@ def _check_same_dtype(cls, inputs):
         if isinstance(x, Tensor):
             if first is None:
                 first = x
-            elif x.data.dtype != first.data.dtype and (
-                    x.data.dtype not in _FLOATS or first.data.dtype not in _FLOATS):
+            elif x._data.dtype != first._data.dtype and (
+                    x._data.dtype not in _FLOATS or first._data.dtype not in _FLOATS):
                 raise RuntimeError(
                     f"{cls.name}: expected all inputs to have the same dtype, but got "
-                    f"{first.data.dtype} {tuple(first.shape)} and {x.data.dtype} "
+                    f"{first._data.dtype} {tuple(first.shape)} and {x._data.dtype} "
                     f"{tuple(x.shape)}; cast one with .astype(...) (amp.autocast casts "
                     f"{cls.name} inputs for you)")
 
@@ -201,7 +201,7 @@ class Function:
         if not hasattr(arr, "dtype"):
             return arr
         for i, x in enumerate(self.inputs):
-            if isinstance(x, Tensor) and x.data is arr:
+            if isinstance(x, Tensor) and x._data is arr:
                 vc = x._vc
                 if check and vc is not None and vc[0] != (self.versions[i] or 0):
                     self._version_error("an input", arr, self.versions[i] or 0, vc[0])
@@ -246,10 +246,10 @@ class Function:
         if promote is not None and promote == "same":
             _check_same_dtype(cls, inputs)
         try:
-            out = fn.forward(*[x.data if isinstance(x, Tensor) else x for x in inputs], **attrs)
+            out = fn.forward(*[x._data if isinstance(x, Tensor) else x for x in inputs], **attrs)
         except Exception as e:
             # Errors are explained only after they happen, so a successful op pays nothing.
-            err = _device_mismatch(cls.name, [_device_of(x.data) for x in inputs
+            err = _device_mismatch(cls.name, [_device_of(x._data) for x in inputs
                                               if isinstance(x, Tensor)])
             if err is not None:  # NumPy/CuPy mixed: name the op and both devices
                 raise err from e
@@ -272,14 +272,14 @@ class Function:
             x = inputs[0]
             if promote == "float" and od not in _FLOATS:
                 redo = True
-            elif isinstance(x, Tensor) and x.data.dtype is od:
+            elif isinstance(x, Tensor) and x._data.dtype is od:
                 redo = False
                 for t in inputs:  # no slice: this runs for every op
-                    if t is not x and isinstance(t, Tensor) and t.data.dtype is not od:
+                    if t is not x and isinstance(t, Tensor) and t._data.dtype is not od:
                         redo = _zero_dim_inputs(inputs)
                         break
             else:
-                redo = not [t for t in inputs if isinstance(t, Tensor) and t.data.dtype is od] \
+                redo = not [t for t in inputs if isinstance(t, Tensor) and t._data.dtype is od] \
                     or _zero_dim_inputs(inputs)
             if redo:
                 promoted = _promote(cls, inputs)
@@ -366,7 +366,7 @@ class _CtxNode(Function):
                 raise TypeError(f"{self.name}: save_for_backward can only save Tensors (or "
                                 f"None), but argument {i} is a {type(t).__name__}; keep other "
                                 "values as ctx attributes")
-        self.saved = tuple([t.data if isinstance(t, Tensor) else t for t in tensors])
+        self.saved = tuple([t._data if isinstance(t, Tensor) else t for t in tensors])
 
     def mark_non_differentiable(self, *tensors) -> None:
         """Outputs that get no gradient (indices, masks): they never require grad."""
@@ -382,7 +382,7 @@ class _CtxNode(Function):
 
     def forward(self, *arrays, _originals, _needs):
         self.needs_input_grad = _needs
-        args = [t if isinstance(t, Tensor) and t.data is a else
+        args = [t if isinstance(t, Tensor) and t._data is a else
                 (_make(a, False, None, 0) if isinstance(t, Tensor) else a)
                 for t, a in zip(_originals, arrays)]
         user = self._user
@@ -401,7 +401,7 @@ class _CtxNode(Function):
                 raise TypeError(f"{self.name}.forward returned a {type(o).__name__} (output "
                                 f"{i}); return Tensors (keep other values as ctx attributes)")
         self._out_tensors_ids = tuple(id(o) for o in outs)
-        arrays_out = tuple(o.data for o in outs)
+        arrays_out = tuple(o._data for o in outs)
         return arrays_out if isinstance(out, tuple) else arrays_out[0]
 
     def backward(self, *grads):

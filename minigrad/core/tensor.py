@@ -35,7 +35,7 @@ def _to_array(data, dtype, device, copy=True):
     """``data`` as a backend array; a new one unless ``copy`` is False (``as_tensor``), so a
     Tensor made by ``tensor()`` never aliases its source (PyTorch's ``torch.tensor`` copies)."""
     if isinstance(data, Tensor):
-        data = data.data
+        data = data._data
     if copy and hasattr(data, "dtype") and hasattr(data, "shape"):
         arr = _to_array(data, dtype, device, copy=False)
         return arr.copy() if arr is data or getattr(arr, "base", None) is data else arr
@@ -85,7 +85,7 @@ class Tensor:
     # describes (a new, accumulated gradient has none) and dies with it. None everywhere else:
     # set once at creation (one store) so the optimizer's per-parameter read is a plain slot
     # load, not an AttributeError caught behind ``getattr``'s default (~6x slower).
-    __slots__ = ("data", "requires_grad", "_grad", "creator", "_vc", "_out_index", "name",
+    __slots__ = ("_data", "requires_grad", "_grad", "creator", "_vc", "_out_index", "name",
                  "_found_inf", "__weakref__")
     __array_ufunc__ = None  # make NumPy defer to our reflected operators
     __hash__ = object.__hash__
@@ -94,14 +94,14 @@ class Tensor:
                  copy: bool = True):
         dtype = normalize_dtype(dtype)
         if device is None:
-            device = B.device_of(data.data if isinstance(data, Tensor) else data)
-        self.data = _to_array(data, dtype, B.normalize_device(device), copy)
-        if not is_numeric(self.data.dtype):
+            device = B.device_of(data._data if isinstance(data, Tensor) else data)
+        self._data = _to_array(data, dtype, B.normalize_device(device), copy)
+        if not is_numeric(self._data.dtype):
             raise TypeError(
-                f"tensor: unsupported dtype {self.data.dtype} (from {type(data).__name__}); "
+                f"tensor: unsupported dtype {self._data.dtype} (from {type(data).__name__}); "
                 "tensors hold bool, integer or floating data -- convert strings/objects first")
-        if requires_grad and not is_floating(self.data.dtype):
-            raise TypeError(f"only floating tensors can require grad, got {self.data.dtype}")
+        if requires_grad and not is_floating(self._data.dtype):
+            raise TypeError(f"only floating tensors can require grad, got {self._data.dtype}")
         self.requires_grad = bool(requires_grad)
         self._grad = None
         self.creator = None
@@ -114,7 +114,7 @@ class Tensor:
     def _make(cls, data, requires_grad, creator, index):
         # The hot path of every op: no checks, no conversions.
         t = object.__new__(Tensor)
-        t.data = data
+        t._data = data
         t.requires_grad = requires_grad
         t._grad = None
         t.creator = creator
@@ -126,6 +126,30 @@ class Tensor:
 
     # ----------------------------------------------------------------- properties
     @property
+    def data(self) -> "Tensor":
+        """PyTorch's ``.data``: a tensor on the same memory, outside autograd.
+
+        Writes through it (``p.data.add_(g, alpha=-lr)``, ``p.data.uniform_(-0.1, 0.1)``) change
+        ``self`` without being recorded or counted as an in-place change of ``self``, as in
+        PyTorch; ``t.detach()`` is the safe spelling (its writes are checked). Assigning
+        (``p.data = t``) makes ``self`` hold ``t``'s memory: shape, dtype and device included.
+        The raw NumPy/CuPy array is ``t.numpy()`` (CPU) or ``cupy.from_dlpack(t)``."""
+        return Tensor._make(self._data, False, None, 0)
+
+    @data.setter
+    def data(self, value):
+        if isinstance(value, Tensor):
+            value = value._data
+        elif not B.is_array(value):
+            raise TypeError(f"Tensor.data: assigned a {type(value).__name__}; assign a Tensor "
+                            "(or a NumPy/CuPy array)")
+        if not is_numeric(value.dtype) or (self.requires_grad and not is_floating(value.dtype)):
+            raise TypeError(f"Tensor.data: can't hold {value.dtype} data"
+                            + (" in a tensor that requires grad" if is_numeric(value.dtype)
+                               else ""))
+        self._data = value
+
+    @property
     def grad(self):
         """The accumulated gradient (a Tensor of this tensor's shape) or None."""
         return self._grad
@@ -136,10 +160,10 @@ class Tensor:
             if not isinstance(value, Tensor):
                 raise TypeError(f"grad: assigned a {type(value).__name__}; assign a Tensor of "
                                 f"shape {self.shape} or None")
-            if value.data.shape != self.data.shape:
+            if value._data.shape != self._data.shape:
                 raise ValueError(
-                    f"grad: assigned gradient has shape {value.data.shape} but the tensor has "
-                    f"shape {self.data.shape}; assign a gradient of the tensor's shape")
+                    f"grad: assigned gradient has shape {value._data.shape} but the tensor has "
+                    f"shape {self._data.shape}; assign a gradient of the tensor's shape")
         self._grad = value
 
     @property
@@ -165,33 +189,33 @@ class Tensor:
 
     @property
     def shape(self) -> tuple:
-        return self.data.shape
+        return self._data.shape
 
     @property
     def dtype(self):
-        return self.data.dtype
+        return self._data.dtype
 
     @property
     def device(self) -> Device:
         """Where the data lives: a :class:`~minigrad.core.device.Device` (``.type``,
         ``.index``) equal to its string (``"cpu"``, ``"cuda:0"``)."""
-        return as_device(B.device_of(self.data))
+        return as_device(B.device_of(self._data))
 
     @property
     def ndim(self) -> int:
-        return self.data.ndim
+        return self._data.ndim
 
     @property
     def size(self) -> ElementCount:
         """The number of elements (an int, MegEngine's property), callable as PyTorch's method:
         ``x.size()`` is the shape (a ``Size``), ``x.size(d)`` dimension ``d``'s length."""
-        return ElementCount(self.data.shape)
+        return ElementCount(self._data.shape)
 
     def numel(self) -> int:
-        return self.data.size
+        return self._data.size
 
     def dim(self) -> int:
-        return self.data.ndim
+        return self._data.ndim
 
     @property
     def is_leaf(self) -> bool:
@@ -208,15 +232,15 @@ class Tensor:
     # ----------------------------------------------------------------- conversion
     def numpy(self) -> np.ndarray:
         """A NumPy copy (or view, on the CPU) of the data; copies from the GPU."""
-        d = self.data
+        d = self._data
         if _sync_mode.get():  # mg.cuda.set_sync_debug_mode: every host read passes here
             _sync_check("Tensor.numpy()/item()/tolist()/bool()/float()/int()")
         return d if type(d) is np.ndarray else d.get()
 
     def item(self):
         """The single value as a Python number."""
-        if self.data.size != 1:
-            raise ValueError(f"item(): tensor has {self.data.size} elements, expected 1")
+        if self._data.size != 1:
+            raise ValueError(f"item(): tensor has {self._data.size} elements, expected 1")
         return self.numpy().reshape(()).item()
 
     def tolist(self):
@@ -227,10 +251,10 @@ class Tensor:
         return a if dtype is None else a.astype(dtype)
 
     def __dlpack__(self, *args, **kwargs):
-        return self.data.__dlpack__(*args, **kwargs)
+        return self._data.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self):
-        return self.data.__dlpack_device__()
+        return self._data.__dlpack_device__()
 
     def cpu(self) -> "Tensor":
         return self.to("cpu")
@@ -240,7 +264,7 @@ class Tensor:
 
     def detach(self) -> "Tensor":
         """The same data, cut from the graph (an alias: it shares the version counter)."""
-        t = Tensor._make(self.data, False, None, 0)
+        t = Tensor._make(self._data, False, None, 0)
         t._vc = self._counter()
         return t
 
@@ -260,7 +284,7 @@ class Tensor:
                 f"{what}: in-place modification of a tensor that requires grad (shape "
                 f"{self.shape}) while recording; wrap it in `with mg.no_grad():` or use the "
                 "out-of-place op")
-        if B.is_shared_memory(self.data):
+        if B.is_shared_memory(self._data):
             # read-only memory, or an expanded (broadcast) view whose elements share memory
             raise RuntimeError(
                 f"{what}: this tensor (shape {self.shape}) is read-only or an expanded view in "
@@ -269,21 +293,21 @@ class Tensor:
 
     def _set_data_(self, array) -> "Tensor":
         """Replace the data in place (bumps the version counter; no graph)."""
-        xp = B.get_array_module(self.data)
-        if array is not self.data:
-            xp.copyto(self.data, array, casting="unsafe")
+        xp = B.get_array_module(self._data)
+        if array is not self._data:
+            xp.copyto(self._data, array, casting="unsafe")
         self._version += 1
         return self
 
     def copy_(self, src) -> "Tensor":
         self._check_inplace("copy_")
-        src = src.data if isinstance(src, Tensor) else src
+        src = src._data if isinstance(src, Tensor) else src
         return self._set_data_(B.to_device(B.get_array_module(src).asarray(src),
                                            self.device) if not np.isscalar(src) else src)
 
     def fill_(self, value) -> "Tensor":
         self._check_inplace("fill_")
-        self.data[...] = value
+        self._data[...] = value
         self._version += 1
         return self
 
@@ -298,16 +322,16 @@ class Tensor:
                     raise RuntimeError(
                         f"{what}: the operand requires grad while recording, but in-place ops "
                         "are not recorded; use the out-of-place op (t = t + other)")
-            other = other.data
+            other = other._data
         self._check_operand(other, what, true_div)
-        op(self.data, other, out=self.data, casting="unsafe")
+        op(self._data, other, out=self._data, casting="unsafe")
         self._version += 1
         return self
 
     def _check_operand(self, other, what, true_div):
         # PyTorch's rules for ``self op= other``: the promoted result must fit self's dtype
         # category (no float result into an int tensor) and broadcast to self's shape.
-        d = self.data.dtype
+        d = self._data.dtype
         o = getattr(other, "dtype", None)
         if o is None:
             res = (float_result_type if true_div else result_type)([d], [type(other)])
@@ -318,8 +342,8 @@ class Tensor:
         if res != d and category(res) > category(d):
             raise TypeError(f"{what}: result type {res} can't be cast to the tensor's dtype {d} "
                             "in place; use the out-of-place op or cast the tensor first")
-        if o is not None and other.shape != self.data.shape and \
-                broadcast_shape(what, self.data.shape, other.shape) != self.data.shape:
+        if o is not None and other.shape != self._data.shape and \
+                broadcast_shape(what, self._data.shape, other.shape) != self._data.shape:
             raise ValueError(f"{what}: operand of shape {tuple(other.shape)} does not broadcast "
                              f"to the tensor's shape {self.shape} (an in-place result keeps "
                              "the tensor's shape)")
@@ -327,16 +351,16 @@ class Tensor:
     def add_(self, other, alpha=1.0) -> "Tensor":
         if alpha != 1.0:  # through mul, so the operand's dtype and grad rules still apply
             other = other * alpha
-        return self._binary_inplace(other, B.get_array_module(self.data).add, "add_")
+        return self._binary_inplace(other, B.get_array_module(self._data).add, "add_")
 
     def sub_(self, other) -> "Tensor":
-        return self._binary_inplace(other, B.get_array_module(self.data).subtract, "sub_")
+        return self._binary_inplace(other, B.get_array_module(self._data).subtract, "sub_")
 
     def mul_(self, other) -> "Tensor":
-        return self._binary_inplace(other, B.get_array_module(self.data).multiply, "mul_")
+        return self._binary_inplace(other, B.get_array_module(self._data).multiply, "mul_")
 
     def div_(self, other) -> "Tensor":
-        return self._binary_inplace(other, B.get_array_module(self.data).divide, "div_", True)
+        return self._binary_inplace(other, B.get_array_module(self._data).divide, "div_", True)
 
     # Augmented assignment (``t += x``) is in place, as in PyTorch, whenever nothing needs
     # recording: under no_grad, or when neither side requires grad. A leaf that requires grad
@@ -373,28 +397,28 @@ class Tensor:
                 "out-of-place F.index_put(x, indices, value) or F.where(mask, value, x), or "
                 "write value.detach() if no gradient should flow")
         if isinstance(index, Tensor):
-            index = index.data
+            index = index._data
         elif isinstance(index, tuple):
-            index = tuple(i.data if isinstance(i, Tensor) else i for i in index)
-        self.data[index] = value.data if isinstance(value, Tensor) else value
+            index = tuple(i._data if isinstance(i, Tensor) else i for i in index)
+        self._data[index] = value._data if isinstance(value, Tensor) else value
         self._version += 1
 
     def __pos__(self):
         return self
 
     def __len__(self) -> int:
-        if self.data.ndim == 0:
+        if self._data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.data.shape[0]
+        return self._data.shape[0]
 
     def __iter__(self):
         for i in range(len(self)):
             yield self[i]
 
     def __bool__(self) -> bool:
-        if self.data.size != 1:
+        if self._data.size != 1:
             raise RuntimeError(
-                f"the truth value of a tensor with {self.data.size} elements is ambiguous; use "
+                f"the truth value of a tensor with {self._data.size} elements is ambiguous; use "
                 ".any() or .all()")
         return bool(self.item())
 
@@ -407,7 +431,7 @@ class Tensor:
     def __format__(self, spec: str) -> str:
         # PyTorch's rule: a 0-d tensor formats as its value (f"{loss:>7f}"); others only with
         # an empty spec (their repr)
-        if self.data.ndim == 0:
+        if self._data.ndim == 0:
             return format(self.item(), spec)
         if spec:
             raise TypeError(f"unsupported format string {spec!r} passed to Tensor.__format__: "
@@ -422,14 +446,14 @@ class Tensor:
 
     def any(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
         axis, keepdims = _torch_dims("any", axis, keepdims, dim, keepdim)
-        xp = B.get_array_module(self.data)  # asarray: NumPy returns a scalar over all axes
-        return Tensor._make(xp.asarray(xp.any(self.data, axis, keepdims=keepdims)), False,
+        xp = B.get_array_module(self._data)  # asarray: NumPy returns a scalar over all axes
+        return Tensor._make(xp.asarray(xp.any(self._data, axis, keepdims=keepdims)), False,
                             None, 0)
 
     def all(self, axis=None, keepdims=False, *, dim=None, keepdim=None):
         axis, keepdims = _torch_dims("all", axis, keepdims, dim, keepdim)
-        xp = B.get_array_module(self.data)
-        return Tensor._make(xp.asarray(xp.all(self.data, axis, keepdims=keepdims)), False,
+        xp = B.get_array_module(self._data)
+        return Tensor._make(xp.asarray(xp.all(self._data, axis, keepdims=keepdims)), False,
                             None, 0)
 
     def __repr__(self) -> str:
@@ -460,7 +484,7 @@ class Parameter(Tensor):
         if isinstance(data, Tensor) and _same_array(data, dtype, device):
             # PyTorch's Parameter(t) shares t's memory and its version counter: changing t in
             # place before a backward that needs the parameter raises, as there.
-            super().__init__(data.data, requires_grad=requires_grad, copy=False)
+            super().__init__(data._data, requires_grad=requires_grad, copy=False)
             if data._vc is None:
                 data._vc = [0]
             self._vc = data._vc

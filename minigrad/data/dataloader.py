@@ -52,7 +52,7 @@ def _as_tensor(arr, device):
 def _stack(items, device):
     first = items[0]
     if isinstance(first, Tensor):
-        items = [t.data for t in items]
+        items = [t._data for t in items]
         first = items[0]
     if hasattr(first, "shape") and not isinstance(first, np.generic):
         shapes = {tuple(a.shape) for a in items}
@@ -98,7 +98,7 @@ def default_convert(sample, device="cpu"):
     stacked): what ``DataLoader(batch_size=None)`` yields per sample."""
     device = B.normalize_device(device)
     if isinstance(sample, Tensor):
-        return sample if sample.device == device else _as_tensor(sample.data, device)
+        return sample if sample.device == device else _as_tensor(sample._data, device)
     if isinstance(sample, (str, bytes)):
         return sample
     if isinstance(sample, collections.abc.Mapping):

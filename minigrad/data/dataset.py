@@ -79,7 +79,7 @@ class TensorDataset(Dataset):
     def __init__(self, *arrays):
         if not arrays:
             raise ValueError("TensorDataset needs at least one array")
-        self.arrays = tuple(a.data if isinstance(a, Tensor) else a for a in arrays)
+        self.arrays = tuple(a._data if isinstance(a, Tensor) else a for a in arrays)
         # rows come back as they went in: Tensor rows for Tensors (PyTorch), arrays for arrays
         self._as_tensor = tuple(isinstance(a, Tensor) for a in arrays)
         for a in self.arrays:

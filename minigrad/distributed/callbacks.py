@@ -40,9 +40,9 @@ class AllreduceCallback:
         if b is None:
             b = self._open[key] = Bucket(grad.dtype, grad.device)
             b.grads, b.outs = [], []
-        out = Tensor._make(grad.data, False, None, 0)  # filled in by flush()
+        out = Tensor._make(grad._data, False, None, 0)  # filled in by flush()
         b.add(grad)
-        b.grads.append(grad.data)
+        b.grads.append(grad._data)
         b.outs.append(out)
         if b.nbytes >= self.cap_bytes:
             self._launch(key)
@@ -63,7 +63,7 @@ class AllreduceCallback:
         world = 1 if self.reduce_method == "sum" else _group.size if _group else 1
         for b in launched:
             for out, g in zip(b.outs, b.wait(world, self.stats)):
-                out.data = g
+                out._data = g
 
 
 def make_allreduce_cb(reduce_method: str = "mean", bucket_cap_mb: float = 25,

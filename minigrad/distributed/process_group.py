@@ -168,7 +168,7 @@ def _contiguous(t: Tensor, what: str):
     if not isinstance(t, Tensor):
         raise TypeError(f"minigrad.distributed.{what}: expected a Tensor, got "
                         f"{type(t).__name__}")
-    a = t.data
+    a = t._data
     return a, (a if a.flags.c_contiguous else B.get_array_module(a).ascontiguousarray(a))
 
 

@@ -68,7 +68,7 @@ class Bucket:
         """Copy ``grads`` (arrays or None for zeros, one per item) into one buffer of
         ``wire_dtype`` and start its sum over the ranks."""
         t0 = time.perf_counter()
-        xp = B.get_array_module(next((g for g in grads if g is not None), self.items[0][0].data))
+        xp = B.get_array_module(next((g for g in grads if g is not None), self.items[0][0]._data))
         dtype = wire_dtype or self.dtype
         # Reuse last step's NumPy buffer when no gradient view of it is alive any more (views
         # hold their base, so then its only references are ``flat`` and getrefcount's argument):
@@ -178,7 +178,7 @@ class ParamReducer:
                 self._next += 1
 
     def _launch(self, b) -> None:
-        grads = [t.grad.data if t.grad is not None else None for t, *_ in b.items]
+        grads = [t.grad._data if t.grad is not None else None for t, *_ in b.items]
         b.launch(self.group, grads, self.wire_dtype, self.stats)
 
     def finish(self) -> None:

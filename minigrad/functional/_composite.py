@@ -40,7 +40,7 @@ def _run_inner(impl, inputs, kw, needs, detach=True):
     for x, need in zip(inputs, needs):
         if isinstance(x, Tensor):
             if detach or not x.requires_grad:
-                x = _make(x.data, bool(need), None, 0)
+                x = _make(x._data, bool(need), None, 0)
         elif hasattr(x, "dtype") and hasattr(x, "shape"):
             x = _make(x, bool(need), None, 0)
         leaves.append(x)
@@ -64,8 +64,8 @@ class _Composite(Function):
             grad_enabled.reset(g_tok)
             dispatch_policy.reset(p_tok)
         if isinstance(out, tuple):
-            return tuple(o.data for o in out)
-        return out.data
+            return tuple(o._data for o in out)
+        return out._data
 
     def backward(self, *gys):
         needs = self.needs_input_grad
@@ -114,7 +114,7 @@ def _vjp(impl, kw, needs, *args, detach=True):
             continue
         g = next(it)
         if g is None:  # the output does not depend on this input
-            g = _make(x.data * 0, False, None, 0)
+            g = _make(x._data * 0, False, None, 0)
         out.append(g)
     return tuple(out)
 

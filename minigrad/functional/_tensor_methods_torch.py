@@ -144,13 +144,13 @@ class TorchMethods:
 
     # ------------------------------------------------------------------ facts
     def ndimension(self) -> int:
-        return self.data.ndim
+        return self._data.ndim
 
     def nelement(self) -> int:
-        return self.data.size
+        return self._data.size
 
     def element_size(self) -> int:
-        return self.data.dtype.itemsize
+        return self._data.dtype.itemsize
 
     def get_device(self) -> int:
         """The GPU index, or -1 on the CPU (PyTorch's convention)."""
@@ -158,11 +158,11 @@ class TorchMethods:
         return -1 if index is None else index
 
     def is_contiguous(self, memory_format=None) -> bool:
-        return bool(self.data.flags.c_contiguous)
+        return bool(self._data.flags.c_contiguous)
 
     def contiguous(self, memory_format=None) -> Tensor:
         """``self`` when its memory is C-contiguous, else a contiguous copy (differentiable)."""
-        if self.data.flags.c_contiguous:
+        if self._data.flags.c_contiguous:
             return self
         # reshaping a non-contiguous array to 1-D copies it in C order; back to the shape is
         # a view of that copy
@@ -341,16 +341,16 @@ class TorchMethods:
         if min is None and max is None:
             raise ValueError("clamp_: at least one of min and max must be given")
         self._check_inplace("clamp_")
-        return self._set_data_(B.get_array_module(self.data).clip(self.data, min, max))
+        return self._set_data_(B.get_array_module(self._data).clip(self._data, min, max))
 
     clip_ = clamp_
 
     def masked_fill_(self, mask, value) -> Tensor:
         self._check_inplace("masked_fill_")
-        xp = B.get_array_module(self.data)
-        m = mask.data if isinstance(mask, Tensor) else xp.asarray(mask)
-        v = value.data if isinstance(value, Tensor) else value
-        return self._set_data_(xp.where(m, v, self.data))
+        xp = B.get_array_module(self._data)
+        m = mask._data if isinstance(mask, Tensor) else xp.asarray(mask)
+        v = value._data if isinstance(value, Tensor) else value
+        return self._set_data_(xp.where(m, v, self._data))
 
 
 def _draw_dtype(t: Tensor):

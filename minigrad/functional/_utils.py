@@ -75,7 +75,7 @@ def owned_for_backward(index, needed: bool):
     minigrad made itself, and calls whose backward will not run, are passed as they are."""
     if not isinstance(index, Tensor):
         return index
-    return index.data.copy() if needed else index.data
+    return index._data.copy() if needed else index._data
 
 
 def fast_backward() -> bool:

@@ -60,7 +60,7 @@ class ScaledDotProductAttention(Function):
         return kernels.matmul(pd.astype(v.dtype, copy=False), v)
 
     def backward(self, go):
-        q, k, v, mask, m, denom, keep = [t.data if isinstance(t, Tensor) else t
+        q, k, v, mask, m, denom, keep = [t._data if isinstance(t, Tensor) else t
                                          for t in self.saved_tensors]
         p = get_array_module(q).exp(_scores(q, k, mask, self.is_causal, self.scale) - m)
         p /= denom

@@ -216,16 +216,16 @@ class Pow(Function):
                 elif b == 2:
                     ga = gy * (a * 2)
                 elif fast_backward():
-                    ga = const(gy.data * (b * a.data ** (b - 1)))
+                    ga = const(gy._data * (b * a._data ** (b - 1)))
                 else:
                     ga = gy * (pow(a, b - 1) * b)
             else:  # b * a^(b-1) is 0 * inf at a == b == 0: PyTorch's derivative there is 0
-                ga = sum_to_shape(gy * where(const(b.data == 0), 0.0, b * pow(a, b - 1)),
+                ga = sum_to_shape(gy * where(const(b._data == 0), 0.0, b * pow(a, b - 1)),
                                   a.shape)
         if nb:
             # d(a**b)/db = a**b * log(a); a == 0 contributes 0 (as in PyTorch), not 0 * -inf.
             if isinstance(a, Tensor):
-                zero = const(a.data == 0)
+                zero = const(a._data == 0)
                 # log as the Tensor method (``transcendental`` builds on this module)
                 log_a = where(zero, 1.0, a).log()
             else:  # a Python number: log(0) -> 0 as above, log(negative) -> nan
@@ -342,7 +342,7 @@ class Abs(Function):
     def backward(self, gy):
         (x,) = self.saved_tensors
         # sign is piecewise constant: a constant keeps double backward exact (and cheap).
-        return gy * const(get_array_module(x.data).sign(x.data))
+        return gy * const(get_array_module(x._data).sign(x._data))
 
 
 class Sign(Function):
@@ -415,10 +415,10 @@ class Maximum(Function):
     def backward(self, gy):
         a, b = self.saved_tensors
         na, nb = self.needs_input_grad
-        a_, b_ = getattr(a, "data", a), getattr(b, "data", b)
+        a_, b_ = getattr(a, "_data", a), getattr(b, "_data", b)
         # Share of the gradient that goes to ``a``: 1 where it wins, 1/2 on ties (PyTorch).
         wins = _binop(operator.gt if self._pick == "maximum" else operator.lt, a_, b_)
-        share = const(get_array_module(gy.data).asarray(wins + 0.5 * _binop(operator.eq, a_, b_),
+        share = const(get_array_module(gy._data).asarray(wins + 0.5 * _binop(operator.eq, a_, b_),
                                                         gy.dtype))
         return (sum_to_shape(gy * share, a.shape) if na else None,
                 sum_to_shape(gy * (1 - share), b.shape) if nb else None)
@@ -439,13 +439,13 @@ class Clip(Function):
 
     def backward(self, gy):
         (x,) = self.saved_tensors
-        x = x.data
+        x = x._data
         keep = None if self.lower is None else _binop(operator.ge, x, self.lower)
         if self.upper is not None:
             below = _binop(operator.le, x, self.upper)
             keep = below if keep is None else keep & below
         if fast_backward():
-            return const(gy.data * keep)
+            return const(gy._data * keep)
         return gy * const(keep.astype(gy.dtype))
 
 
@@ -466,14 +466,14 @@ class Where(Function):
     def backward(self, gy):
         _, a, b = self.inputs
         _, na, nb = self.needs_input_grad
-        xp = get_array_module(gy.data)
-        zero = scalar_like(0, gy.data)
+        xp = get_array_module(gy._data)
+        zero = scalar_like(0, gy._data)
         ga = gb = None
         if fast_backward():
             if na:
-                ga = sum_to_shape(const(xp.where(self.cond, gy.data, zero)), a.shape)
+                ga = sum_to_shape(const(xp.where(self.cond, gy._data, zero)), a.shape)
             if nb:
-                gb = sum_to_shape(const(xp.where(self.cond, zero, gy.data)), b.shape)
+                gb = sum_to_shape(const(xp.where(self.cond, zero, gy._data)), b.shape)
         else:
             c = const(self.cond)
             if na:
@@ -525,7 +525,7 @@ def where(cond, a, b) -> Tensor:
     c = owned_for_backward(cond, needed)
     if not hasattr(c, "dtype"):
         ref = a if isinstance(a, Tensor) else b
-        c = get_array_module(ref.data).asarray(c) if isinstance(ref, Tensor) else c
+        c = get_array_module(ref._data).asarray(c) if isinstance(ref, Tensor) else c
     if getattr(c, "dtype", None) is not None and c.dtype.kind != "b":
         c = c.astype(bool)
     a, b = as_operand(a, "where"), as_operand(b, "where")
@@ -675,7 +675,7 @@ class _Rounding(Function):
         return self.f(get_array_module(x), x, decimals)
 
     def backward(self, gy):
-        return const(get_array_module(gy.data).zeros_like(gy.data))
+        return const(get_array_module(gy._data).zeros_like(gy._data))
 
 
 class Floor(_Rounding):
@@ -752,7 +752,7 @@ class Copysign(Function):
         if not self.needs_input_grad[0]:
             return None, None
         # d/da copysign(a, b) = y / a, +-1, and 0 at a == 0 (PyTorch); none for b.
-        ad, yd = a.data, y.data
+        ad, yd = a._data, y._data
         xp = get_array_module(ad)
         ratio = xp.where(ad == 0, 0, xp.sign(yd) * xp.sign(ad)).astype(gy.dtype, copy=False)
         return sum_to_shape(gy * const(ratio), a.shape), None
@@ -779,7 +779,7 @@ class Fmod(Function):
         ga = sum_to_shape(gy, shape_of(a)) if na else None
         gb = None
         if nb:
-            ad, bd = getattr(a, "data", a), b.data
+            ad, bd = getattr(a, "_data", a), b._data
             xp = get_array_module(bd)
             q = xp.trunc(ad / bd) if self.quotient == "trunc" else xp.floor_divide(ad, bd)
             gb = sum_to_shape(gy * const(-xp.asarray(q, dtype=gy.dtype)), b.shape)
@@ -807,7 +807,7 @@ class Hypot(Function):
         na, nb = self.needs_input_grad
         # a / y and b / y; 0 at the origin (norm's subgradient there) instead of PyTorch's
         # 0/0 = NaN, which would make a GradScaler skip every step.
-        r = gy / where(const(y.data == 0), math.inf, y)
+        r = gy / where(const(y._data == 0), math.inf, y)
         return (sum_to_shape(r * a, shape_of(a)) if na else None,
                 sum_to_shape(r * b, shape_of(b)) if nb else None)
 

@@ -53,7 +53,7 @@ def _tensor(t, like, op, what):
         raise op_error(op, f"{what} is required")
     # A plain array/list target takes the input's dtype (a float64 NumPy target must not widen
     # a float32 loss).
-    xp = get_array_module(like.data)
+    xp = get_array_module(like._data)
     return const(xp.asarray(t).astype(like.dtype))
 
 
@@ -75,7 +75,7 @@ def _huber_impl(x, y, reduction, delta):
     x, y = _wide(x), _wide(y)
     d = x - y
     a = d.abs()
-    loss = where(const(a.data < delta), 0.5 * d * d, delta * (a - 0.5 * delta))
+    loss = where(const(a._data < delta), 0.5 * d * d, delta * (a - 0.5 * delta))
     return _reduce(loss, reduction)
 
 
@@ -98,7 +98,7 @@ def _poisson_impl(x, y, log_input, full, eps, reduction):
     loss = _exp(x) - y * x if log_input else x - y * log(x + eps)
     if full:
         # Stirling's term y log y - y + 0.5 log(2 pi y), only where y > 1 (PyTorch).
-        big = const(y.data > 1)
+        big = const(y._data > 1)
         ys = where(big, y, 2.0)
         loss = loss + where(big, ys * log(ys) - ys + 0.5 * log(2 * math.pi * ys), 0.0)
     return _reduce(loss, reduction)
@@ -128,7 +128,7 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
 # ----------------------------------------------------------------------------- margins
 def _hinge_impl(x, y, margin, reduction):
     x = _wide(x)
-    yd = y.data
+    yd = y._data
     loss = where(const(yd != 1), relu(margin - x), 0.0) + where(const(yd != -1), x, 0.0)
     return _reduce(loss, reduction)
 
@@ -208,8 +208,8 @@ def multilabel_margin_loss(input: Tensor, target, reduction: str = "mean") -> Te
     op = "multilabel_margin_loss"
     _check(op, reduction)
     single, x = _rows(op, input)
-    t = target.data if isinstance(target, Tensor) else target
-    xp = get_array_module(x.data)
+    t = target._data if isinstance(target, Tensor) else target
+    xp = get_array_module(x._data)
     t = xp.asarray(t).reshape(x.shape) if getattr(t, "size", None) == x.size else None
     if t is None or t.dtype.kind not in "iu":
         raise op_error(op, "target must be integer class indices shaped like input",
@@ -228,7 +228,7 @@ def multilabel_margin_loss(input: Tensor, target, reduction: str = "mean") -> Te
 def _multi_margin_impl(x, w, target, p, margin, reduction):
     x = _wide(x)
     n, c = x.shape
-    xp = get_array_module(x.data)
+    xp = get_array_module(x._data)
     pick = const((xp.arange(c)[None, :] == target[:, None]).astype(x.dtype))
     xy = (x * pick).sum(axis=1, keepdims=True)
     h = relu(margin - xy + x) * (1.0 - pick)
@@ -259,8 +259,8 @@ def multi_margin_loss(input: Tensor, target, p: int = 1, margin: float = 1.0,
     if p not in (1, 2):
         raise op_error(op, "p must be 1 or 2", p=p)
     single, x = _rows(op, input)
-    xp = get_array_module(x.data)
-    t = xp.asarray(target.data if isinstance(target, Tensor) else target).reshape(-1)
+    xp = get_array_module(x._data)
+    t = xp.asarray(target._data if isinstance(target, Tensor) else target).reshape(-1)
     n, c = x.shape
     if t.shape != (n,) or t.dtype.kind not in "iu" or bool(((t < 0) | (t >= c)).any()):
         raise op_error(op, f"target must hold N={n} class indices in [0, {c})",
@@ -308,7 +308,7 @@ def _cos_embed_impl(x1, x2, y, margin, reduction):
     eps = 1e-12  # PyTorch's EPSILON inside the square root
     dot = (x1 * x2).sum(axis=-1)
     cos = dot / (((x1 * x1).sum(axis=-1) + eps) * ((x2 * x2).sum(axis=-1) + eps)) ** 0.5
-    yd = y.data
+    yd = y._data
     loss = where(const(yd == 1), 1.0 - cos, 0.0) + where(const(yd == -1),
                                                           maximum(cos - margin, 0.0), 0.0)
     return _reduce(loss, reduction)

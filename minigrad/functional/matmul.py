@@ -150,11 +150,11 @@ class LinearFunction(Function):
         out_features, in_features = w.shape
         rows = math.prod(x.shape[:-1])
         if fast_backward():  # the same three products on arrays, without recording ops
-            g2 = gy.data.reshape(rows, out_features)
+            g2 = gy._data.reshape(rows, out_features)
             if len(self.saved) > 2:  # float32 copies of x and w (CPU float16/bfloat16)
                 return _linear_backward_f32(g2, *self.saved[2:], x, need_x, need_w, need_b)
-            return (const(kernels.matmul(g2, w.data).reshape(x.shape)) if need_x else None,
-                    const(kernels.matmul(g2.T, x.data.reshape(rows, in_features)))
+            return (const(kernels.matmul(g2, w._data).reshape(x.shape)) if need_x else None,
+                    const(kernels.matmul(g2.T, x._data.reshape(rows, in_features)))
                     if need_w else None,
                     const(kernels.sum_fp32(g2, axis=0).astype(g2.dtype, copy=False))
                     if need_b else None)
@@ -241,7 +241,7 @@ class Einsum(Function):
         if len(uniq) < len(term):
             # Repeated labels (diagonals, traces): place the gradient on the diagonal by
             # contracting with identity matrices, one per extra occurrence.
-            xp = get_array_module(g.data)
+            xp = get_array_module(g._data)
             seen, renamed, eyes, eye_terms = set(), "", [], []
             for c in term:
                 if c in seen:

@@ -80,24 +80,24 @@ class BatchNorm(Function):
             for running, stat, corr in ((running_mean, mean, 1.0),
                                         (running_var, var, n / (n - 1))):  # unbiased variance
                 if running is not None:  # in place, with a version bump (nn.BatchNorm's buffers)
-                    BN.running_update(running.data, stat, momentum, corr)
-                    running._set_data_(running.data)
+                    BN.running_update(running._data, stat, momentum, corr)
+                    running._set_data_(running._data)
         else:
             if running_mean is None or running_var is None:
                 raise op_error("batch_norm", "training=False needs running_mean and "
                                "running_var; pass them or use training=True", shape=x.shape)
-            mean = running_mean.data.astype(acc).reshape(pshape)
-            var = running_var.data.astype(acc).reshape(pshape)
+            mean = running_mean._data.astype(acc).reshape(pshape)
+            var = running_var._data.astype(acc).reshape(pshape)
         invstd, scale, shift = BN.scale_shift(mean, var, eps, weight, bias)
         self.save_for_backward(x, weight, mean, invstd)
         return BN.affine_apply(x, scale, shift)
 
     def backward(self, gy):
-        x, w, mean, invstd = [t.data if isinstance(t, Tensor) else t for t in self.saved_tensors]
+        x, w, mean, invstd = [t._data if isinstance(t, Tensor) else t for t in self.saved_tensors]
         b = self.inputs[2]
         return run_array_backward(
             BatchNormBackward, (gy,), self, x=x, w=w,
-            b=b.data if isinstance(b, Tensor) else None, mean=mean, invstd=invstd,
+            b=b._data if isinstance(b, Tensor) else None, mean=mean, invstd=invstd,
             axes=self.axes, pshape=self.pshape, training=self.training)
 
 
@@ -174,11 +174,11 @@ class _GroupedNorm(Function):
         return y.astype(x.dtype, copy=False)
 
     def backward(self, gy):
-        x, w, mean, invstd = [t.data if isinstance(t, Tensor) else t for t in self.saved_tensors]
+        x, w, mean, invstd = [t._data if isinstance(t, Tensor) else t for t in self.saved_tensors]
         b = self.inputs[2]
         return run_array_backward(
             GroupedNormBackward, (gy,), self, x=x, w=w,
-            b=b.data if isinstance(b, Tensor) else None, mean=mean, invstd=invstd,
+            b=b._data if isinstance(b, Tensor) else None, mean=mean, invstd=invstd,
             gshape=self.gshape, axes=self.axes, pshape=self.pshape, name=self.name)
 
 
@@ -269,7 +269,7 @@ def _renorm_impl(x, p, axis, maxnorm):
     others = tuple(i for i in range(x.ndim) if i != axis)
     n = norm(x, ord=p, axis=others, keepdims=True)
     # PyTorch's formula: slices above maxnorm are scaled by maxnorm / (norm + 1e-7).
-    scale = where(const(n.data > maxnorm), maxnorm / (n + 1e-7), 1.0)
+    scale = where(const(n._data > maxnorm), maxnorm / (n + 1e-7), 1.0)
     return x * scale
 
 
@@ -325,8 +325,8 @@ class InstanceNormFunction(_GroupedNorm):
             for running, stat, corr in ((running_mean, mean.mean(0), 1.0),
                                         (running_var, var.mean(0), n / (n - 1))):
                 if running is not None:  # in place, with a version bump (a layer's buffers)
-                    BN.running_update(running.data, stat, momentum, corr)
-                    running._set_data_(running.data)
+                    BN.running_update(running._data, stat, momentum, corr)
+                    running._set_data_(running._data)
         return y
 
 

@@ -146,7 +146,7 @@ class Std(Var):
         x, y = self.saved_tensors
         # A zero std (one element, a constant slice) has the subgradient 0, as in PyTorch: not
         # 0/0 = NaN, which would make a GradScaler skip every step.
-        safe = _where(const(y.data == 0), math.inf, y)
+        safe = _where(const(y._data == 0), math.inf, y)
         g = _expand_grad(gy / safe, self.in_shape, self.axes, self.keepdims)
         return g * self._centered(x) * (1.0 / self.denom if self.denom > 0 else math.nan)
 
@@ -199,10 +199,10 @@ class Max(Function):
 
     def backward(self, gy, *_):
         (x,) = self.inputs
-        mask = _first_hit_mask(x.data, self.axes, self.idx)
+        mask = _first_hit_mask(x._data, self.axes, self.idx)
         g = _expand_grad(gy, self.in_shape, self.axes, self.keepdims)
         if fast_backward():
-            return const(g.data * mask)
+            return const(g._data * mask)
         return g * const(mask.astype(gy.dtype))
 
 
@@ -284,13 +284,13 @@ class Prod(Function):
     def backward(self, gy):
         x, y = self.saved_tensors
         g = _expand_grad(gy, self.in_shape, self.axes, self.keepdims)
-        xp = get_array_module(x.data)
-        if not bool(xp.any(x.data == 0)):
+        xp = get_array_module(x._data)
+        if not bool(xp.any(x._data == 0)):
             return g * _expand_grad(y, self.in_shape, self.axes, self.keepdims) / x
         if not fast_backward():
             raise RuntimeError("prod: double backward through a product containing zeros is "
                                "not supported; perturb the zeros or avoid create_graph=True")
-        return g * const(self._others(x.data))
+        return g * const(self._others(x._data))
 
     def _others(self, x):
         """Product of every other element of each slice, exact with zeros (prefix * suffix)."""
@@ -341,22 +341,22 @@ class Norm(Function):
 
     def backward(self, gy):
         x, y = self.saved_tensors
-        xp = get_array_module(x.data)
+        xp = get_array_module(x._data)
         g = _expand_grad(gy, self.in_shape, self.axes, self.keepdims)
-        sgn = const(xp.sign(x.data))
+        sgn = const(xp.sign(x._data))
         if self.ord == 1:
             return g * sgn
         if self.ord == math.inf:
-            mask = _first_hit_mask(x.data, self.axes, self.idx)
-            return g * const((xp.sign(x.data) * mask).astype(gy.dtype))
+            mask = _first_hit_mask(x._data, self.axes, self.idx)
+            return g * const((xp.sign(x._data) * mask).astype(gy.dtype))
         ye = _expand_grad(y, self.in_shape, self.axes, self.keepdims)
         # At y == 0 every x is 0: use the subgradient 0 rather than 0/0 = nan.
-        safe = _where(const(ye.data > 0), ye, 1.0)
+        safe = _where(const(ye._data > 0), ye, 1.0)
         if self.ord == 2:
             return g * x / safe
         p = self.ord
         # p < 1: |x|^(p-1) is inf at x == 0, where sgn is 0: the subgradient there is 0 (PyTorch)
-        ax = _abs(x) if p >= 1 else _where(const(x.data == 0), 1.0, _abs(x))
+        ax = _abs(x) if p >= 1 else _where(const(x._data == 0), 1.0, _abs(x))
         return g * sgn * _pow(ax, p - 1) / _pow(safe, p - 1)
 
 

@@ -29,7 +29,7 @@ def _unnormalize(g, n, align_corners):
 def _grid_sample_impl(x, grid, mode, padding_mode, align_corners):
     n, c, h, w = x.shape
     ho, wo = grid.shape[1:3]
-    xp = get_array_module(x.data)
+    xp = get_array_module(x._data)
     ix = _unnormalize(grid[..., 0], w, align_corners)  # (N, Ho, Wo)
     iy = _unnormalize(grid[..., 1], h, align_corners)
     if padding_mode == "border":
@@ -44,10 +44,10 @@ def _grid_sample_impl(x, grid, mode, padding_mode, align_corners):
         return vals.reshape((n, c, ho, wo)), const(ok[:, None].astype(x.dtype))
 
     if mode == "nearest":
-        v, ok = tap(xp.rint(iy.data).astype(np.int64), xp.rint(ix.data).astype(np.int64))
+        v, ok = tap(xp.rint(iy._data).astype(np.int64), xp.rint(ix._data).astype(np.int64))
         return v * ok
-    x0 = xp.floor(ix.data)
-    y0 = xp.floor(iy.data)
+    x0 = xp.floor(ix._data)
+    y0 = xp.floor(iy._data)
     wx1 = ix - const(x0)
     wy1 = iy - const(y0)
     wx0, wy0 = 1.0 - wx1, 1.0 - wy1
@@ -120,7 +120,7 @@ class IndexPut(Function):
             if self.accumulate:
                 gx = gy
             else:
-                xp = get_array_module(gy.data)
+                xp = get_array_module(gy._data)
                 keep = xp.ones(gy.shape, dtype=gy.dtype)
                 keep[self.indices] = 0
                 gx = gy * const(keep)
@@ -130,12 +130,12 @@ class IndexPut(Function):
 
 
 def _index_tuple(op, x, indices):
-    xp = get_array_module(x.data)
+    xp = get_array_module(x._data)
     if not isinstance(indices, (tuple, list)):
         indices = (indices,)
     out = []
     for i in indices:
-        a = i.data if isinstance(i, Tensor) else xp.asarray(i)
+        a = i._data if isinstance(i, Tensor) else xp.asarray(i)
         if a.dtype == bool:
             out.extend(xp.nonzero(a))
         elif a.dtype.kind in "iu":
@@ -165,5 +165,5 @@ def index_put(input: Tensor, indices, values, accumulate: bool = False) -> Tenso
     op = "index_put"
     idx = _index_tuple(op, input, indices)
     if not isinstance(values, Tensor):
-        values = const(get_array_module(input.data).asarray(values, dtype=input.dtype))
+        values = const(get_array_module(input._data).asarray(values, dtype=input.dtype))
     return IndexPut.apply(input, values, indices=idx, accumulate=bool(accumulate))

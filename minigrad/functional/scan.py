@@ -50,15 +50,15 @@ class CumProd(Function):
 
     def backward(self, gy):
         x, y = self.saved_tensors
-        xp = get_array_module(x.data)
-        if not bool(xp.any(x.data == 0)):
+        xp = get_array_module(x._data)
+        if not bool(xp.any(x._data == 0)):
             # d y_j / d x_i = y_j / x_i for j >= i: a suffix sum of gy * y, divided by x.
             flip = (slice(None),) * self.axis + (slice(None, None, -1),)
             return cumsum((gy * y)[flip], axis=self.axis)[flip] / x
         if not fast_backward():
             raise RuntimeError("cumprod: double backward through a product containing zeros "
                                "is not supported; perturb the zeros or avoid create_graph=True")
-        return const(self._grad_with_zeros(xp, x.data, gy.data))
+        return const(self._grad_with_zeros(xp, x._data, gy._data))
 
     def _grad_with_zeros(self, xp, x, gy):
         """Exact gradient when slices contain zeros: before a slice's first zero the usual

@@ -70,9 +70,9 @@ def _view(out: Tensor, x: Tensor) -> Tensor:
     has ``x`` or ``x``'s own base there; a copy (reshape of a non-contiguous array, advanced
     indexing) does not. An in-place change through any alias then reaches every saved alias.
     """
-    a = out.data
+    a = out._data
     b = a.base
-    if b is not None and (b is x.data or b is x.data.base):
+    if b is not None and (b is x._data or b is x._data.base):
         out._vc = x._counter()
     return out
 
@@ -403,7 +403,7 @@ class GetItemBackward(Function):
 def getitem(x: Tensor, index) -> Tensor:
     """``x[index]`` with NumPy semantics: ints, slices, None, Ellipsis, integer arrays/Tensors
     and bool masks. Repeated integer indices accumulate their gradients."""
-    index, advanced, has_int = _index_data(index, get_array_module(x.data),
+    index, advanced, has_int = _index_data(index, get_array_module(x._data),
                                            grad_enabled.get() and x.requires_grad)
     out = GetItem.apply(x, index=index, advanced=advanced, has_int=has_int)
     return out if advanced else _view(out, x)
@@ -528,7 +528,7 @@ def tile(x: Tensor, reps) -> Tensor:
 
 # --------------------------------------------------------------------------- gather / scatter
 def _index_array(index, x, op, *others):
-    xp = get_array_module(x.data)
+    xp = get_array_module(x._data)
     needed = grad_enabled.get() and any(t.requires_grad for t in (x, *others)
                                         if isinstance(t, Tensor))
     idx = owned_for_backward(index, needed) if isinstance(index, Tensor) else xp.asarray(index)
@@ -699,7 +699,7 @@ def one_hot(labels, num_classes: int | None = None) -> Tensor:
     ``num_classes`` defaults to ``labels.max() + 1`` (None, or PyTorch's -1). Not
     differentiable.
     """
-    lab = labels.data if isinstance(labels, Tensor) else np.asarray(labels)
+    lab = labels._data if isinstance(labels, Tensor) else np.asarray(labels)
     if lab.dtype.kind not in "iu":
         raise op_error("one_hot", f"labels must be integers, got {lab.dtype}")
     hi = int(lab.max()) if lab.size else -1

@@ -223,7 +223,7 @@ class Atan2(Function):
         y, x = self.saved_tensors
         need_y, need_x = self.needs_input_grad
         den = x * x + y * y  # 0 at the origin, where the gradient is 0 (PyTorch), not 0/0
-        r = gz / where(const(den.data == 0), math.inf, den)
+        r = gz / where(const(den._data == 0), math.inf, den)
         return (sum_to_shape(r * x, y.shape) if need_y else None,
                 sum_to_shape(-r * y, x.shape) if need_x else None)
 
@@ -370,8 +370,8 @@ class Erf(Function):
         (x,) = self.saved_tensors
         k = 2 / math.sqrt(math.pi)
         if fast_backward():
-            xd = x.data
-            return const(gy.data * (get_array_module(xd).exp(-xd * xd) * scalar_like(k, xd)))
+            xd = x._data
+            return const(gy._data * (get_array_module(xd).exp(-xd * xd) * scalar_like(k, xd)))
         return gy * (exp(x * x * -1.0) * k)
 
 

@@ -169,7 +169,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
         else:
             scale = n_in / n_out
         taps.append(_taps(mode, n_in, n_out, scale, bool(align_corners)))
-    xp = get_array_module(input.data)
+    xp = get_array_module(input._data)
     dtype = input.dtype if input.dtype.kind == "f" or input.dtype.kind == "V" else np.float32
     if dtype != input.dtype:
         input = input.astype(dtype)

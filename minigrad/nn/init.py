@@ -98,7 +98,7 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0) -> Tensor:
 def constant_(tensor: Tensor, val: float) -> Tensor:
     """Fill with ``val``."""
     with no_grad():
-        tensor.data[...] = val
+        tensor._data[...] = val
         tensor._version += 1
         return tensor
 
@@ -145,4 +145,4 @@ def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
 def _empty_param(shape, device=None, dtype=None) -> Parameter:
     """An uninitialised Parameter (float32 unless ``dtype``) for a layer to fill."""
     t = empty(tuple(shape), dtype=normalize_dtype(dtype) or float32, device=device)
-    return Parameter(t.data)
+    return Parameter(t._data)

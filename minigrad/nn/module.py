@@ -365,7 +365,7 @@ class Module:
         for k, t in own.items():
             if k in state_dict:
                 src = state_dict[k]
-                src = src.data if isinstance(src, Tensor) else np.asarray(src)
+                src = src._data if isinstance(src, Tensor) else np.asarray(src)
                 if not is_numeric(src.dtype):
                     raise TypeError(f"load_state_dict for {type(self).__name__}: {k} holds "
                                     f"{src.dtype} values; expected numbers for {t.dtype}")
@@ -397,7 +397,7 @@ class Module:
                 p.grad = None
             else:
                 # A fresh array: the engine may hand one gradient array to several tensors.
-                g = p.grad.data
+                g = p.grad._data
                 p.grad = Tensor._make(B.get_array_module(g).zeros_like(g), False, None, 0)
 
     def apply(self, fn) -> Module:
@@ -428,10 +428,10 @@ class Module:
         if device is not None:
             device = B.normalize_device(device)
             for t in self._tensors():
-                t.data = B.to_device(t.data, device)
+                t._data = B.to_device(t._data, device)
                 t._version += 1
                 if t.grad is not None:
-                    t.grad = Tensor._make(B.to_device(t.grad.data, device), False, None, 0)
+                    t.grad = Tensor._make(B.to_device(t.grad._data, device), False, None, 0)
         if dtype is not None:
             self.astype(dtype)
         return self
@@ -449,10 +449,10 @@ class Module:
             raise TypeError(f"Module.astype: expected a floating dtype, got {dtype}")
         for t in self._tensors():
             if is_floating(t.dtype) and t.dtype != dtype:
-                t.data = t.data.astype(dtype)
+                t._data = t._data.astype(dtype)
                 t._version += 1
                 if t.grad is not None:
-                    t.grad = Tensor._make(t.grad.data.astype(dtype), False, None, 0)
+                    t.grad = Tensor._make(t.grad._data.astype(dtype), False, None, 0)
         return self
 
     def half(self) -> Module:

@@ -26,12 +26,12 @@ class Frame:
     __slots__ = ("p", "xp", "c", "w", "g", "ok")
 
     def __init__(self, p, found_inf, maximize: bool = False, weight_decay: float = 0.0):
-        data = p.data
+        data = p._data
         self.p = p
         self.xp = xp = B.get_array_module(data)
         self.c = c = state_dtype(data.dtype)
         self.w = data.astype(c)  # a copy: nothing is written before the commit
-        g = xp.broadcast_to(p.grad.data, data.shape).astype(c)
+        g = xp.broadcast_to(p.grad._data, data.shape).astype(c)
         self.g = -g if maximize else g
         self.ok = None if found_inf is None else (found_inf.reshape(()) == 0)
         if weight_decay != 0:
@@ -39,8 +39,8 @@ class Frame:
 
     def zeros(self, fill: float = 0.0):
         """A new state buffer shaped like the parameter, in the state dtype."""
-        with B.device_scope(self.p.data):
-            return self.xp.full(self.p.data.shape, fill, self.c)
+        with B.device_scope(self.p._data):
+            return self.xp.full(self.p._data.shape, fill, self.c)
 
     def scalar(self, value):
         """``value`` (a host number or a device array) in the state dtype."""
@@ -55,7 +55,7 @@ class Frame:
 
     def commit(self, w_new) -> None:
         """Round ``w_new`` once into the parameter (masked by the found-inf flag)."""
-        data = self.p.data
+        data = self.p._data
         if self.ok is None:
             self.xp.copyto(data, w_new, casting="unsafe")
         else:

@@ -46,7 +46,7 @@ class Adam(Optimizer):
             grad = p.grad
             if grad is None:
                 continue
-            data = p.data
+            data = p._data
             st = state.get(p)
             if st is None:
                 xp, sd = B.get_array_module(data), state_dtype(data.dtype)
@@ -55,7 +55,7 @@ class Adam(Optimizer):
             t = _advance(st, data, found_inf)
             on_device = hasattr(t, "shape")
             # One body on both backends: a kernel on the GPU, its NumPy twin on the CPU.
-            vmax = fused.adam_update(data, grad.data, st["exp_avg"], st["exp_avg_sq"],
+            vmax = fused.adam_update(data, grad._data, st["exp_avg"], st["exp_avg_sq"],
                                      st.get("max_exp_avg_sq"), 1 if on_device else t, lr, beta1,
                                      beta2, group["eps"], group["weight_decay"],
                                      self._decoupled, amsgrad, found_inf,

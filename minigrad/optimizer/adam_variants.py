@@ -45,7 +45,7 @@ class Adamax(Optimizer):
             st = self.state.get(p)
             if st is None:
                 st = self.state[p] = {"step": 0, "exp_avg": f.zeros(), "exp_inf": f.zeros()}
-            t = count_step(st, p.data, found_inf)
+            t = count_step(st, p._data, found_inf)
             c, g = f.c, f.g
             m = lerp(st["exp_avg"], g, 1 - beta1, c)
             u = f.xp.maximum(st["exp_inf"] * c.type(beta2), f.xp.abs(g) + c.type(group["eps"]))
@@ -98,7 +98,7 @@ class NAdam(Optimizer):
             if st is None:
                 st = self.state[p] = {"step": 0, "mu_product": 1.0, "exp_avg": f.zeros(),
                                       "exp_avg_sq": f.zeros()}
-            t = count_step(st, p.data, found_inf)
+            t = count_step(st, p._data, found_inf)
             c, g, xp = f.c, f.g, f.xp
             w = f.w * c.type(1 - lr * wd) if decoupled and wd != 0 else f.w
             mu = beta1 * (1.0 - 0.5 * 0.96 ** (t * psi))
@@ -156,7 +156,7 @@ class RAdam(Optimizer):
             st = self.state.get(p)
             if st is None:
                 st = self.state[p] = {"step": 0, "exp_avg": f.zeros(), "exp_avg_sq": f.zeros()}
-            t = count_step(st, p.data, found_inf)
+            t = count_step(st, p._data, found_inf)
             c, g, xp = f.c, f.g, f.xp
             w = f.w * c.type(1 - lr * wd) if decoupled and wd != 0 else f.w
             m = lerp(st["exp_avg"], g, 1 - beta1, c)

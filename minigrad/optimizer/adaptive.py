@@ -55,7 +55,7 @@ class Adagrad(Optimizer):
             if st is None:
                 st = self.state[p] = {"step": 0,
                                       "sum": f.zeros(group["initial_accumulator_value"])}
-            t = count_step(st, p.data, found_inf)
+            t = count_step(st, p._data, found_inf)
             clr = group["lr"] / (1 + (t - 1) * group["lr_decay"])
             g = f.g
             total = st["sum"] + g * g
@@ -96,7 +96,7 @@ class Adadelta(Optimizer):
             if st is None:
                 st = self.state[p] = {"step": 0, "square_avg": f.zeros(),
                                       "acc_delta": f.zeros()}
-            _advance(st, p.data, found_inf)
+            _advance(st, p._data, found_inf)
             rho, eps, c, sqrt = group["rho"], f.c.type(group["eps"]), f.c, f.xp.sqrt
             g = f.g
             v = st["square_avg"] * c.type(rho) + c.type(1 - rho) * g * g
@@ -145,7 +145,7 @@ class RMSprop(Optimizer):
                 st["momentum_buffer"] = f.zeros()
             if group["centered"] and "grad_avg" not in st:
                 st["grad_avg"] = f.zeros()
-            _advance(st, p.data, found_inf)
+            _advance(st, p._data, found_inf)
             alpha, c, g = group["alpha"], f.c, f.g
             v = st["square_avg"] * c.type(alpha) + c.type(1 - alpha) * g * g
             f.store(st["square_avg"], v)

@@ -50,15 +50,15 @@ def clip_grad_norm(params, max_norm: float, norm_type: float = 2.0,
     norm_type = float(norm_type)
     if not params:
         return Tensor._make(B.np.zeros((), B.float32), False, None, 0)
-    first = params[0].grad.data
+    first = params[0].grad._data
     xp = B.get_array_module(first)
     acc = B.float64 if all(p.grad.dtype == B.float64 for p in params) else B.float32
     if math.isinf(norm_type):
-        per = [xp.max(xp.abs(p.grad.data)).astype(acc) if p.grad.size else xp.zeros((), acc)
+        per = [xp.max(xp.abs(p.grad._data)).astype(acc) if p.grad.size else xp.zeros((), acc)
                for p in params]
         total = xp.max(xp.stack(per))
     else:
-        per = [xp.linalg.norm(p.grad.data.astype(acc, copy=False).ravel(), ord=norm_type)
+        per = [xp.linalg.norm(p.grad._data.astype(acc, copy=False).ravel(), ord=norm_type)
                for p in params]
         total = xp.linalg.norm(xp.stack(per), ord=norm_type)
     total = xp.asarray(total, dtype=acc)  # NumPy reductions return scalars, keep an array
@@ -69,7 +69,7 @@ def clip_grad_norm(params, max_norm: float, norm_type: float = 2.0,
             "GradScaler)")
     coef = xp.asarray(xp.minimum(max_norm / (total + 1e-6), 1.0), dtype=acc)
     for p in params:
-        g = p.grad.data
+        g = p.grad._data
         p.grad = _make((g * coef).astype(g.dtype, copy=False), False, None, 0)
     return _make(xp.asarray(total, dtype=B.float32), False, None, 0)
 
@@ -84,5 +84,5 @@ def clip_grad_value(params, clip_value: float) -> None:
     if clip_value < 0:
         raise ValueError(f"clip_grad_value: clip_value must be >= 0, got {clip_value}")
     for p in _with_grads(params):
-        g = p.grad.data
+        g = p.grad._data
         p.grad = _make(B.get_array_module(g).clip(g, -clip_value, clip_value), False, None, 0)

@@ -2,7 +2,7 @@
 
 Updates work directly on backend arrays, so no graph is ever recorded. The arithmetic of each
 update has one body, in ``_backend/fused.py``: a kernel on the GPU, its NumPy twin on the CPU
-(``SGD`` and ``Adam`` only gather arguments and state). They modify ``p.data`` in place and bump
+(``SGD`` and ``Adam`` only gather arguments and state). They modify ``p._data`` in place and bump
 ``p._version``: an AMP weight-cast cache keys on that counter, and anything that kept a reference
 to the array sees the new weights.
 
@@ -124,7 +124,7 @@ class Optimizer:
                 for p in group["params"]:
                     g = p.grad
                     if g is not None:  # a new array: the engine's may be shared
-                        p.grad = Tensor._make(g.data * g.data.dtype.type(inv), False, None, 0)
+                        p.grad = Tensor._make(g._data * g._data.dtype.type(inv), False, None, 0)
             max_norm = group.get("clip_grad_max_norm")
             if max_norm is not None:
                 clip_grad_norm(group["params"], max_norm, group["clip_grad_norm_type"])
@@ -161,11 +161,11 @@ class Optimizer:
                     continue
                 if set_to_none:
                     p.grad = None
-                elif g.data.flags.c_contiguous and getattr(g.data.flags, "writeable", True):
-                    g.data.fill(0)
+                elif g._data.flags.c_contiguous and getattr(g._data.flags, "writeable", True):
+                    g._data.fill(0)
                     g._version += 1
                 else:  # a broadcast or read-only view cannot be written: give it fresh zeros
-                    p.grad = Tensor._make(B.get_array_module(g.data).zeros_like(g.data), False,
+                    p.grad = Tensor._make(B.get_array_module(g._data).zeros_like(g._data), False,
                                           None, 0)
 
     # ------------------------------------------------------------------ state dicts
@@ -317,7 +317,7 @@ def _take_grad_flags(groups):
 def _restore(value, p: Tensor):
     """A saved state entry as a fresh backend array on ``p``'s device (other values as is)."""
     if isinstance(value, Tensor):
-        value = value.data
+        value = value._data
     if hasattr(value, "dtype") and hasattr(value, "shape"):
         dtype = state_dtype(p.dtype) if is_floating(value.dtype) else value.dtype
         arr = B.to_device(value, p.device)

@@ -56,17 +56,17 @@ class SGD(Optimizer):
             if grad is None:
                 continue
             st = state.get(p)
-            if fused.use_fused(p.data) and (st is not None or hyper[1] == 0):
+            if fused.use_fused(p._data) and (st is not None or hyper[1] == 0):
                 ready.append(p)
                 continue
             # One body on both backends: a kernel on the GPU, its NumPy twin on the CPU.
-            buf = fused.sgd_update(p.data, grad.data, None if st is None else
+            buf = fused.sgd_update(p._data, grad._data, None if st is None else
                                    st["momentum_buffer"], *hyper, found_inf)
             if buf is not None and st is None:
                 state[p] = {"momentum_buffer": buf}
             p._version += 1
         if ready:
-            fused.sgd_update_many([p.data for p in ready], [p.grad.data for p in ready],
+            fused.sgd_update_many([p._data for p in ready], [p.grad._data for p in ready],
                                   [state[p]["momentum_buffer"] for p in ready]
                                   if hyper[1] != 0 else None, *hyper, found_inf)
             for p in ready:

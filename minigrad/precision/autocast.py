@@ -16,7 +16,7 @@ cannot be reused while cached). A hit is served only when the tensor's ``_versio
 buffer are unchanged, when grad mode is on only while the cast is a recorded node whose graph
 was not freed by a backward (a cast made under ``no_grad`` is never served to a recorded op), and
 when the cached cast still equals a cast of the current data: a raw write through
-``p.data[...] = v`` bumps no version counter, and no check cheaper than reading every element
+``p._data[...] = v`` bumps no version counter, and no check cheaper than reading every element
 can see it. That check costs about one cast, so a hit saves graph nodes and memory (one low
 precision copy and one gradient cast-back per parameter and region) rather than arithmetic. On
 the GPU the comparison would need a host synchronisation (invariant 11), so a repeat use there
@@ -152,7 +152,7 @@ class AutocastPolicy:
     def _cast_all(self, inputs, target, castable):
         out = None
         for i, x in enumerate(inputs):
-            if isinstance(x, Tensor) and x.data.dtype in castable:
+            if isinstance(x, Tensor) and x._data.dtype in castable:
                 if out is None:
                     out = list(inputs)
                 out[i] = self._cast(x, target)
@@ -162,14 +162,14 @@ class AutocastPolicy:
         first = None
         for x in inputs:
             if isinstance(x, Tensor):
-                d = x.data.dtype
+                d = x._data.dtype
                 if first is None:
                     first = d
                 elif d is not first and d != first:
                     break
         else:  # zero or one tensor, or all of one dtype: nothing to promote
             return inputs, first, None
-        target = widest_float([x.data.dtype for x in inputs if isinstance(x, Tensor)])
+        target = widest_float([x._data.dtype for x in inputs if isinstance(x, Tensor)])
         if target is None:
             return inputs, None, None
         return (self._cast_all(inputs, target, _PROMOTABLE[target]), target,
@@ -180,33 +180,33 @@ class AutocastPolicy:
         for i, x in enumerate(inputs):
             if isinstance(x, Tensor):
                 if i == 0:
-                    if x.data.dtype in self._low_set:
+                    if x._data.dtype in self._low_set:
                         out[0] = self._cast(x, self.low)
-                elif x.data.dtype in self._high_set:
+                elif x._data.dtype in self._high_set:
                     out[i] = self._cast(x, self.high)
         return tuple(out)
 
     def _cast(self, x, target):
         cache = self.cache
         if cache is None or x.creator is not None or not x.requires_grad \
-                or x.data.dtype != float32:
+                or x._data.dtype != float32:
             return Cast.apply(x, dtype=target)
         key = (id(x), target)
         entry = cache.get(key)
         if entry is not None:
             src, version, data, out = entry
-            if src is x and version == x._version and data is x.data \
+            if src is x and version == x._version and data is x._data \
                     and (not grad_enabled.get()
                          or (out.creator is not None and out.creator.inputs is not None)) \
-                    and _same_cast(data, out.data):
+                    and _same_cast(data, out._data):
                 return out
         out = Cast.apply(x, dtype=target)
-        cache[key] = (x, x._version, x.data, out)
+        cache[key] = (x, x._version, x._data, out)
         return out
 
 
 def _same_cast(src, cached) -> bool:
-    """Whether ``cached`` still is the cast of ``src`` (a raw ``p.data`` write leaves no trace).
+    """Whether ``cached`` still is the cast of ``src`` (a raw ``p._data`` write leaves no trace).
 
     Compared bitwise, so NaN payloads and signed zeros count. GPU arrays answer False: comparing
     would wait on the device (invariant 11), so the GPU recasts on every repeat use.

@@ -74,14 +74,14 @@ class ModulePrecisionPolicy(AutocastPolicy):
             return self._cast_all(inputs, self.low, self._low_set), self.low, self._r_low
         if cat is _LOWER_INPUT:
             x = inputs[0] if inputs else None
-            if isinstance(x, Tensor) and x.data.dtype in self._low_set:
+            if isinstance(x, Tensor) and x._data.dtype in self._low_set:
                 inputs = (self._cast(x, self.low),) + tuple(inputs[1:])
             return inputs, self.low, self._r_lin
         return inputs, None, None  # PASSTHROUGH
 
     def cast_value(self, x):
         """Cast one floating Tensor (a module's input) to this policy's dtype."""
-        if x.data.dtype in self._low_set:
+        if x._data.dtype in self._low_set:
             return self._cast(x, self.low)
         return x
 

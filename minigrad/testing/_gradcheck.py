@@ -66,7 +66,7 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-4, max_dense=600, dire
     rng = np.random.default_rng(seed + 1)
     if total <= max_dense:
         for k, t in enumerate(diff):
-            flat = t.data.reshape(-1)
+            flat = t._data.reshape(-1)
             numeric = np.zeros(t.size)
             for i in range(t.size):
                 orig = flat[i].item()
@@ -86,15 +86,15 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-4, max_dense=600, dire
         return True
     for _ in range(directions):
         vs = [rng.standard_normal(t.shape) for t in diff]
-        origs = [t.data.copy() for t in diff]
+        origs = [t._data.copy() for t in diff]
         for t, v, o in zip(diff, vs, origs):
-            t.data[...] = o + eps * v
+            t._data[...] = o + eps * v
         up = value()
         for t, v, o in zip(diff, vs, origs):
-            t.data[...] = o - eps * v
+            t._data[...] = o - eps * v
         down = value()
         for t, o in zip(diff, origs):
-            t.data[...] = o
+            t._data[...] = o
         numeric = (up - down) / (2 * eps)
         a = float(sum((g * v).sum() for g, v in zip(analytic, vs)))
         if abs(a - numeric) > atol + rtol * abs(numeric) + 1e-6 * total ** 0.5:

@@ -89,7 +89,7 @@ class Checkpoint(Function):
                     f"{x.dtype}) was modified in place after the forward (version {v} -> "
                     f"{x._version}); the recompute would see other values. Modify it out of "
                     "place, or after backward")
-        stand = [Tensor._make(x.data, True, None, 0) for x in self.inputs]
+        stand = [Tensor._make(x._data, True, None, 0) for x in self.inputs]
         sub = {id(x): s for x, s in zip(self.inputs, stand)}
         args = [sub.get(id(a), a) if isinstance(a, Tensor) else a for a in args]
         saved_rng = _random.get_state() if rng is not None else None
@@ -160,7 +160,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state: bool = T
     used = [x for x in read.values() if x.requires_grad]  # the block's inputs in the graph
     if not used or not linked:
         return out
-    arrays = tuple(outs[i].data for i in linked)
+    arrays = tuple(outs[i]._data for i in linked)
     res = Checkpoint.apply(*used,
                            run=(function, args, kwargs, amp_state, rng, linked,
                                 [(x, x._version) for x in read.values()]),

@@ -151,7 +151,7 @@ def test_convert_module(is_inplace):
         assert all(amp.tensor_format(t) == "default" for t in before.values() if t.ndim == 4)
     xc = amp.convert_tensor_format(x, inplace=False)
     assert amp.tensor_format(xc) == "nhwc" and amp.tensor_format(x) == "default"
-    assert xc.data.strides[1] == xc.data.itemsize       # channels-last memory
+    assert xc._data.strides[1] == xc._data.itemsize       # channels-last memory
     out = c(xc)
     assert amp.tensor_format(out) == "nhwc"             # activations stay NHWC
     np.testing.assert_allclose(out.numpy(), ref, rtol=1e-5, atol=1e-6)

@@ -51,9 +51,9 @@ def tensor_format(x: Tensor) -> str:
     (so an elementwise op's output, which keeps its input's layout, is NHWC too), else
     ``"default"``. Where both layouts coincide (a size-1 channel or spatial dims) only a
     converted tensor says ``"nhwc"``."""
-    if x.ndim not in (4, 5) or not _is_channels_last(x.data):
+    if x.ndim not in (4, 5) or not _is_channels_last(x._data):
         return "default"
-    if not x.data.flags.c_contiguous:
+    if not x._data.flags.c_contiguous:
         return "nhwc"
     return "nhwc" if _tagged.get(id(x)) is x else "default"
 
@@ -72,11 +72,11 @@ def convert_tensor_format(x: Tensor, inplace: bool = True) -> Tensor:
         raise TypeError(f"convert_tensor_format: expected a Tensor, got {type(x).__name__}")
     if x.ndim not in (4, 5) or tensor_format(x) == "nhwc":
         return x
-    data = _channels_last(x.data)
+    data = _channels_last(x._data)
     if not inplace:
         x = x.detach()
     # Same values, new strides: no version bump, so nothing that saved x sees a change.
-    x.data = data
+    x._data = data
     _tagged[id(x)] = x
     return x
 

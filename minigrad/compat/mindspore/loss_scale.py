@@ -210,7 +210,7 @@ class _UpdateCell:
         flag = bool(overflow.item()) if isinstance(overflow, Tensor) else bool(overflow)
         self.update_loss_scale(flag)
         if isinstance(loss_scale, Tensor):
-            loss_scale.data[...] = self.get_loss_scale()
+            loss_scale._data[...] = self.get_loss_scale()
             loss_scale._version += 1
         return overflow
 

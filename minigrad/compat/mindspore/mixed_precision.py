@@ -111,7 +111,7 @@ def all_finite(inputs) -> Tensor:
         A bool scalar Tensor (``if all_finite(grads):`` reads it once).
     """
     ts = [inputs] if isinstance(inputs, Tensor) else list(inputs)
-    flags = [B.get_array_module(t.data).isfinite(t.data).all() for t in ts if t is not None]
+    flags = [B.get_array_module(t._data).isfinite(t._data).all() for t in ts if t is not None]
     if not flags:
         return Tensor._make(np.asarray(True), False, None, 0)
     xp = B.get_array_module(flags[0])

@@ -93,8 +93,8 @@ def _cast_model(backbone: Module, dtype, keep_batchnorm_fp32: bool) -> dict:
                         or t.dtype == B.float64:
                     continue
                 if reg is m._parameters:
-                    before[t] = t.data
-                t.data = t.data.astype(dtype)
+                    before[t] = t._data
+                t._data = t._data.astype(dtype)
                 t._version += 1
                 t.grad = None
     return before

@@ -289,7 +289,7 @@ class Graph:
         unless capture is off or the inputs are not on a device that captures)."""
         if not self.config.cuda_graph:
             return None
-        backend = cuda_graph.backend_for([a.data for a in args if isinstance(a, Tensor)])
+        backend = cuda_graph.backend_for([a._data for a in args if isinstance(a, Tensor)])
         if backend is None:
             return None
         scaler = self._grad_scaler if self.training else None
@@ -318,7 +318,7 @@ class Graph:
                      for opt in self._optimizers for g in opt.param_groups)
 
     def _captured_call(self, backend, sig, args, kwargs):
-        arrays = [a.data for a in args if isinstance(a, Tensor)]
+        arrays = [a._data for a in args if isinstance(a, Tensor)]
         if self._captured is not None:
             step = self._captured[1]
             if step is None:                  # capture failed for this signature: eager
@@ -331,9 +331,9 @@ class Graph:
                 return self._capture_failed(sig, e, args, kwargs)
         # First call with this signature: the warm-up inside capture() is this call's step, run
         # on copies that become the graph's static input buffers.
-        static_args = tuple(Tensor._make(a.data.copy(), a.requires_grad, None, 0)
+        static_args = tuple(Tensor._make(a._data.copy(), a.requires_grad, None, 0)
                             if isinstance(a, Tensor) else a for a in args)
-        static = [a.data for a in static_args if isinstance(a, Tensor)]
+        static = [a._data for a in static_args if isinstance(a, Tensor)]
         hyper = self._hyperparameters()
         try:
             step = backend.capture(lambda: self._run_one_step(static_args, kwargs), static,
