@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .._backend import device_of
 from .._backend import random as _random
-from .._backend.dtypes import float32
+from .._backend.dtypes import float32, is_floating
 from ..core.function import Function
 from ..core.tensor import Tensor
 from ._utils import acc_dtype, check_floating, op_error
@@ -45,7 +45,9 @@ def dropout(x: Tensor, p: float = 0.5, training: bool = True) -> Tensor:
         raise op_error("dropout", "p must be in [0, 1]", p=p)
     if not training or p == 0.0:
         return x
+    if x._data.size == 0 and not is_floating(x.dtype):
+        return x  # nothing to drop: as unchanged as the no-mask cases above (PyTorch too)
     check_floating("dropout", x)
-    gen = _random.generator(device_of(x.data))
+    gen = _random.generator(device_of(x._data))
     mask = gen.random(x.shape, dtype=float32) >= p
     return DropoutFunction.apply(x, mask=mask, scale=0.0 if p == 1.0 else 1.0 / (1.0 - p))

@@ -9,10 +9,11 @@ dtype. Weights: ``w_ih`` (G*H, I), ``w_hh`` (G*H, H), biases (G*H,), G gates sta
 from __future__ import annotations
 
 from .._backend import get_array_module, kernels
+from .._backend.dtypes import float_result_type, is_floating, result_type
 from ..core.function import Function
 from ..core.tensor import Tensor
 from ._array_backward import ArrayBackward, run_array_backward
-from ._utils import acc_dtype, check_floating, op_error
+from ._utils import acc_dtype, check_floating, op_error, refuse_bool_product
 
 __all__ = ["gru_cell", "lstm_cell", "rnn_relu_cell", "rnn_tanh_cell"]
 
@@ -30,12 +31,25 @@ def _gemm(x, w, b, acc):
     return y if b is None else y + b.astype(acc, copy=False)
 
 
+def _exact_preactivation(x, h, w_ih, w_hh, b_ih, b_hh):
+    """``x w_ih^T + b_ih + h w_hh^T + b_hh`` of integer inputs, exactly in their promoted
+    integer dtype (PyTorch's integer GEMMs); bool only reaches here empty."""
+    arrays = [a for a in (x, h, w_ih, w_hh, b_ih, b_hh) if a is not None]
+    dtype = result_type([a.dtype for a in arrays])
+    y = (kernels.matmul(x, w_ih.T).astype(dtype, copy=False)
+         + kernels.matmul(h, w_hh.T).astype(dtype, copy=False))
+    for b in (b_ih, b_hh):
+        if b is not None:
+            y = y + b.astype(dtype, copy=False)
+    return y.astype(dtype, copy=False)
+
+
 class _Cell(Function):
     """Shared backward plumbing: ``_dgates`` gives d/d(x W_ih^T + b_ih) and d/d(h W_hh^T +
     b_hh) plus any direct gradients of h and c; GEMM gradients are the same for every cell."""
 
     def backward(self, *grads):
-        saved = [t.data if isinstance(t, Tensor) else t for t in self.saved_tensors]
+        saved = [t._data if isinstance(t, Tensor) else t for t in self.saved_tensors]
         return run_array_backward(CellBackward, grads, self, cell=self,
                                   saved=saved)
 
@@ -75,6 +89,9 @@ class RnnTanhCell(_Cell):
 
     def forward(self, x, h, w_ih, w_hh, b_ih, b_hh):
         xp = get_array_module(x)
+        if not is_floating(x.dtype):  # no gradient: tanh of the exact sum, in the default float
+            pre = _exact_preactivation(x, h, w_ih, w_hh, b_ih, b_hh)
+            return xp.tanh(pre.astype(float_result_type([pre.dtype]), copy=False))
         self.acc = acc = acc_dtype(x.dtype)
         hn = xp.tanh(_gemm(x, w_ih, b_ih, acc) + _gemm(h, w_hh, b_hh, acc))
         self.save_for_backward(x, h, w_ih, w_hh, hn)
@@ -91,6 +108,9 @@ class RnnReluCell(_Cell):
 
     def forward(self, x, h, w_ih, w_hh, b_ih, b_hh):
         xp = get_array_module(x)
+        if not is_floating(x.dtype):  # no gradient: exact integer arithmetic, as PyTorch's
+            pre = _exact_preactivation(x, h, w_ih, w_hh, b_ih, b_hh)
+            return xp.maximum(pre, xp.zeros((), pre.dtype))
         self.acc = acc = acc_dtype(x.dtype)
         hn = xp.maximum(_gemm(x, w_ih, b_ih, acc) + _gemm(h, w_hh, b_hh, acc), 0)
         self.save_for_backward(x, h, w_ih, w_hh, hn)
@@ -163,8 +183,17 @@ class GruCell(_Cell):
 
 
 def _check(op, x, hs, w_ih, w_hh, b_ih, b_hh, gates):
-    for t in (x, w_ih, w_hh):
-        check_floating(op, t)
+    if op in ("rnn_tanh_cell", "rnn_relu_cell") and not is_floating(x.dtype):
+        # one affine map and one activation: integer input is computed as PyTorch does
+        # (rnn_relu_cell exactly in integers, rnn_tanh_cell in the default float)
+        inputs = [t for t in (x, *hs, w_ih, w_hh, b_ih, b_hh) if t is not None]
+        if any(is_floating(t.dtype) for t in inputs):
+            raise op_error(op, "expects integer x, h and weights together (or all floating)",
+                           dtypes=tuple(str(t.dtype) for t in inputs))
+        refuse_bool_product(op, x, w_ih, *hs, w_hh)
+    else:  # the gated cells' in-place gate arithmetic refuses integers in PyTorch too
+        for t in (x, w_ih, w_hh):
+            check_floating(op, t)
     h = hs[0]
     size = h.shape[-1] if h.ndim else -1   # a 0-d state fails the check below, named
     ok = (x.ndim in (1, 2) and h.ndim == x.ndim and all(s.shape == h.shape for s in hs)
@@ -200,7 +229,8 @@ def rnn_tanh_cell(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor,
         w_ih, w_hh: (H, I) and (H, H) weights; b_ih, b_hh: optional (H,) biases.
 
     Returns:
-        The new hidden state, shaped and typed like ``h``.
+        The new hidden state, shaped and typed like ``h`` (of integer inputs: the tanh of
+        the exact integer sum, in the default float dtype, as PyTorch).
     """
     _check("rnn_tanh_cell", x, (h,), w_ih, w_hh, b_ih, b_hh, 1)
     return _run(RnnTanhCell, x, (h,), (w_ih, w_hh, b_ih, b_hh))
@@ -216,7 +246,8 @@ def rnn_relu_cell(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor,
         w_ih, w_hh: (H, I) and (H, H) weights; b_ih, b_hh: optional (H,) biases.
 
     Returns:
-        The new hidden state, shaped and typed like ``h``.
+        The new hidden state, shaped and typed like ``h`` (integer inputs are computed exactly,
+        in their integer dtype, as PyTorch).
     """
     _check("rnn_relu_cell", x, (h,), w_ih, w_hh, b_ih, b_hh, 1)
     return _run(RnnReluCell, x, (h,), (w_ih, w_hh, b_ih, b_hh))
