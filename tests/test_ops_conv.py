@@ -252,8 +252,12 @@ def test_weight_grad_with_kept_columns(device, rng, monkeypatch):
 
 def test_errors(device):
     x = t(np.ones((1, 4, 5, 5)), device)
-    with pytest.raises(ValueError, match=r"conv2d: expected input \(N, C, H, W\).*\(4, 5, 5\)"):
-        conv2d(t(np.ones((4, 5, 5)), device), t(np.ones((2, 4, 3, 3)), device))
+    with pytest.raises(ValueError, match=r"conv2d: expected input \(N, C, H, W\).*\(5, 5\)"):
+        conv2d(t(np.ones((5, 5)), device), t(np.ones((2, 4, 3, 3)), device))
+    # unbatched (C, H, W) input is computed as a batch of one, as PyTorch does
+    w = t(np.ones((2, 4, 3, 3)), device)
+    np.testing.assert_array_equal(conv2d(t(np.ones((4, 5, 5)), device), w).numpy(),
+                                  conv2d(x, w).numpy()[0])
     with pytest.raises(ValueError, match=r"conv2d: channel mismatch.*input=\(1, 4, 5, 5\), "
                                          r"weight=\(2, 3, 3, 3\), groups=1"):
         conv2d(x, t(np.ones((2, 3, 3, 3)), device))

@@ -77,7 +77,7 @@ class TanhFunction(Function):
     def backward(self, gy):
         (y,) = self.saved_tensors
         if fast_backward():
-            return const(gy.data * (1 - y.data * y.data))
+            return const(gy._data * (1 - y._data * y._data))
         return gy * (1 - y * y)
 
 
@@ -93,7 +93,7 @@ class SigmoidFunction(Function):
     def backward(self, gy):
         (y,) = self.saved_tensors
         if fast_backward():
-            return const(gy.data * (y.data * (1 - y.data)))
+            return const(gy._data * (y._data * (1 - y._data)))
         return gy * (y * (1 - y))
 
 
@@ -108,8 +108,8 @@ class ReLUFunction(Function):
     def backward(self, gy):
         (y,) = self.saved_tensors
         if fast_backward():
-            return const(kernels.relu_grad(gy.data, y.data))
-        return where(const(y.data <= 0), 0.0, gy)
+            return const(kernels.relu_grad(gy._data, y._data))
+        return where(const(y._data <= 0), 0.0, gy)
 
 
 class LeakyReLUFunction(Function):
@@ -124,7 +124,7 @@ class LeakyReLUFunction(Function):
     def backward(self, gy):
         (x,) = self.saved_tensors
         k = self.negative_slope
-        slope = (x.data > 0) * scalar_like(1 - k, gy.data) + scalar_like(k, gy.data)
+        slope = (x._data > 0) * scalar_like(1 - k, gy._data) + scalar_like(k, gy._data)
         return gy * const(slope)
 
 
@@ -154,14 +154,14 @@ class GELUFunction(Function):
             t = tanh(u)
             sech2 = 1 - t * t
             du = (xw * xw * (3 * 0.044715) + 1) * self._K
-            slope = (1 + t) * 0.5 + where(const(sech2.data == 0), 0.0, xw * 0.5 * sech2 * du)
+            slope = (1 + t) * 0.5 + where(const(sech2._data == 0), 0.0, xw * 0.5 * sech2 * du)
             return gy * slope.astype(gy.dtype)
         if fast_backward():
-            z = wide(x.data)
+            z = wide(x._data)
             xp = get_array_module(z)
             d = 0.5 * (1 + erf_array(z * (1 / math.sqrt(2.0)))) + \
                 z * xp.exp(-0.5 * z * z) * (1 / math.sqrt(2 * math.pi))
-            return const(gy.data * narrow(d, gy.dtype))
+            return const(gy._data * narrow(d, gy.dtype))
         cdf = (erf(x * (1 / math.sqrt(2.0))) + 1) * 0.5
         pdf = exp(x * x * -0.5) * (1 / math.sqrt(2 * math.pi))
         return gy * (cdf + x * pdf)
@@ -179,14 +179,14 @@ class SiLUFunction(Function):
     def backward(self, gy):
         (x,) = self.saved_tensors
         if fast_backward():
-            z = wide(x.data)
+            z = wide(x._data)
             s = sigmoid_array(z)
-            return const(gy.data * narrow(s * (1 + z * (1 - s)), gy.dtype))
+            return const(gy._data * narrow(s * (1 + z * (1 - s)), gy.dtype))
         s = sigmoid(x)
         return gy * (s * (1 + x * (1 - s)))
 
 
-class Softplus(Function):
+class SoftplusFunction(Function):
     name = "softplus"
     promote = "float"
 
@@ -202,12 +202,12 @@ class Softplus(Function):
 
     def backward(self, gy):
         (x,) = self.saved_tensors
-        z = wide(x.data) * self.beta
+        z = wide(x._data) * self.beta
         linear = z > self.threshold
         if fast_backward():
             s = sigmoid_array(z)
             s = get_array_module(s).where(linear, 1, s)
-            return const(gy.data * narrow(s, gy.dtype))
+            return const(gy._data * narrow(s, gy.dtype))
         return gy * where(const(linear), 1.0, sigmoid(x * self.beta))
 
 
@@ -231,7 +231,7 @@ class PReLUFunction(Function):
 
     def backward(self, gy):
         x, w = self.saved_tensors
-        pos = const((x.data > 0).astype(gy.dtype))
+        pos = const((x._data > 0).astype(gy.dtype))
         wb = w.reshape(self._wshape(x, w)) if w.size != 1 else w.reshape(())
         nx, nw = self.needs_input_grad
         gx = gy * (pos + (1 - pos) * wb) if nx else None
@@ -284,7 +284,7 @@ def silu(x: Tensor) -> Tensor:
 
 def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """``log(1 + exp(beta * x)) / beta``, linear where ``beta * x > threshold``; never overflows."""
-    return Softplus.apply(x, beta=beta, threshold=threshold)
+    return SoftplusFunction.apply(x, beta=beta, threshold=threshold)
 
 
 def prelu(x: Tensor, weight: Tensor) -> Tensor:
@@ -308,7 +308,7 @@ class SoftmaxFunction(Function):
         return y * (gy - (gy * y).sum(self.axis, keepdims=True))
 
 
-class LogSoftmax(Function):
+class LogSoftmaxFunction(Function):
     name = "log_softmax"
 
     def forward(self, x, axis):
@@ -372,7 +372,7 @@ def log_softmax(x: Tensor, axis: int | None = None, *, dim: int | None = None,
         A Tensor of ``x``'s shape and dtype.
     """
     x, axis = _dim_spelling(x, axis, dim, dtype, "log_softmax")
-    return LogSoftmax.apply(x, axis=_axis(x, axis, "log_softmax"))
+    return LogSoftmaxFunction.apply(x, axis=_axis(x, axis, "log_softmax"))
 
 
 class SoftminFunction(Function):
@@ -428,13 +428,13 @@ class ELUFunction(Function):
 
     def backward(self, gy):
         (x,) = self.saved_tensors
-        pos = const(x.data > 0)  # x == 0 takes the exponential side, as in PyTorch
+        pos = const(x._data > 0)  # x == 0 takes the exponential side, as in PyTorch
         k = self.scale * self.alpha * self.input_scale
         if fast_backward():
-            xd = wide(x.data)
+            xd = wide(x._data)
             xp = get_array_module(xd)
-            d = xp.where(pos.data, self.scale, xp.exp(xp.minimum(xd, 0) * self.input_scale) * k)
-            return const(gy.data * narrow(d, gy.dtype))
+            d = xp.where(pos._data, self.scale, xp.exp(xp.minimum(xd, 0) * self.input_scale) * k)
+            return const(gy._data * narrow(d, gy.dtype))
         # where() before exp: no overflow on the positive side, and x's second derivative
         # flows only through the exponential side.
         return gy * where(pos, self.scale, exp(where(pos, 0.0, x) * self.input_scale) * k)
@@ -481,9 +481,9 @@ class HardtanhFunction(Function):
 
     def backward(self, gy):
         (x,) = self.saved_tensors
-        keep = (x.data > self.min_val) & (x.data < self.max_val)  # 0 at the kinks (PyTorch)
+        keep = (x._data > self.min_val) & (x._data < self.max_val)  # 0 at the kinks (PyTorch)
         if fast_backward():
-            return const(get_array_module(keep).where(keep, gy.data, scalar_like(0, gy.data)))
+            return const(get_array_module(keep).where(keep, gy._data, scalar_like(0, gy._data)))
         return where(const(keep), gy, 0.0)
 
 
@@ -524,7 +524,7 @@ class HardsigmoidFunction(Function):
 
     def backward(self, gy):
         (x,) = self.saved_tensors
-        inside = const((x.data > -3) & (x.data < 3))  # 0 at +-3 (PyTorch)
+        inside = const((x._data > -3) & (x._data < 3))  # 0 at +-3 (PyTorch)
         return where(inside, gy * (1 / 6), 0.0)
 
 
@@ -540,7 +540,7 @@ class HardswishFunction(Function):
     def backward(self, gy):
         (x,) = self.saved_tensors
         # PyTorch: 0 for x <= -3, x / 3 + 1/2 inside, 1 for x >= 3
-        low, high = const(x.data <= -3), const(x.data >= 3)
+        low, high = const(x._data <= -3), const(x._data >= 3)
         return where(low, 0.0, where(high, gy, gy * (x * (1 / 3) + 0.5)))
 
 
@@ -574,10 +574,10 @@ class MishFunction(Function):
     def backward(self, gy):
         (x,) = self.saved_tensors
         if fast_backward():
-            z = wide(x.data)
+            z = wide(x._data)
             t = get_array_module(z).tanh(_softplus_array(z))
             d = t + z * sigmoid_array(z) * (1 - t * t)
-            return const(gy.data * narrow(d, gy.dtype))
+            return const(gy._data * narrow(d, gy.dtype))
         t = tanh(softplus(x))
         return gy * (t + x * sigmoid(x) * (1 - t * t))
 
@@ -593,8 +593,8 @@ class LogSigmoidFunction(Function):
     def backward(self, gy):
         (x,) = self.saved_tensors
         if fast_backward():
-            s = sigmoid_array(-wide(x.data))
-            return const(gy.data * narrow(s, gy.dtype))
+            s = sigmoid_array(-wide(x._data))
+            return const(gy._data * narrow(s, gy.dtype))
         return gy * sigmoid(-x)
 
 

@@ -32,7 +32,7 @@ __all__ = ["conv1d", "conv2d", "conv_transpose2d", "fold", "unfold"]
 # ----------------------------------------------------------------------------- Functions
 def _bias_grad(gy, shared=None):
     # A fused array reduction unless the backward is itself recorded (create_graph=True).
-    return const(conv_bias_grad(gy.data, shared)) if fast_backward() else gy.sum((0, 2, 3))
+    return const(conv_bias_grad(gy._data, shared)) if fast_backward() else gy.sum((0, 2, 3))
 
 
 class Conv2dFunction(Function):
@@ -48,7 +48,7 @@ class Conv2dFunction(Function):
     def backward(self, gy):
         saved = self.saved_tensors
         x, w = saved[:2]
-        cols = saved[2].data if len(saved) > 2 else None
+        cols = saved[2]._data if len(saved) > 2 else None
         need_x, need_w, need_b = self.needs_input_grad
         # The gradients read gy in the same layout (and, for float16/bfloat16 on the CPU, in
         # float32): build it once.
@@ -225,6 +225,8 @@ def conv2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
         ``(N, O, OH, OW)`` with ``OH = (H + 2*ph - dh*(kh-1) - 1) // sh + 1``.
     """
     op = "conv2d"
+    if x.ndim == 3 and weight.ndim == 4:  # unbatched (C, H, W), as PyTorch
+        return conv2d(x.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
     _check(op, x, weight, bias, groups, 2)
     x, padding = string_padding(op, x, weight, padding, stride, dilation, 2)
     stride, padding, dilation = (_tuple(v, 2, op, n) for v, n in
@@ -243,6 +245,8 @@ def conv1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
     Same semantics as :func:`conv2d` with a unit height; int (or 1-tuple) arguments.
     """
     op = "conv1d"
+    if x.ndim == 2 and weight.ndim == 3:  # unbatched (C, L), as PyTorch
+        return conv1d(x.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
     _check(op, x, weight, bias, groups, 1)
     x, padding = string_padding(op, x, weight, padding, stride, dilation, 1)
     (s,), (p,), (d,) = (_tuple(v, 1, op, n) for v, n in
@@ -268,6 +272,9 @@ def conv_transpose2d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stri
         ``OH = (H - 1)*sh - 2*ph + dh*(kh - 1) + output_padding_h + 1``.
     """
     op = "conv_transpose2d"
+    if x.ndim == 3 and weight.ndim == 4:  # unbatched (C, H, W), as PyTorch
+        return conv_transpose2d(x.unsqueeze(0), weight, bias, stride, padding, output_padding,
+                                groups, dilation).squeeze(0)
     _check(op, x, weight, bias, groups, 2, transposed=True)
     stride, padding, out_pad, dilation = (
         _tuple(v, 2, op, n) for v, n in ((stride, "stride"), (padding, "padding"),

@@ -55,6 +55,8 @@ def conv3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stride=1, padd
         groups: independent channel groups.
     """
     op = "conv3d"
+    if x.ndim == 4 and weight.ndim == 5:  # unbatched (C, D, H, W), as PyTorch
+        return conv3d(x.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0)
     if x.ndim != 5 or weight.ndim != 5:
         raise op_error(op, "expected input (N, C, D, H, W) and a 5-D weight", input=x.shape,
                        weight=weight.shape)
@@ -82,6 +84,9 @@ def conv_transpose1d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stri
     Output length ``(L - 1)*stride - 2*padding + dilation*(k - 1) + output_padding + 1``.
     """
     op = "conv_transpose1d"
+    if x.ndim == 2 and weight.ndim == 3:  # unbatched (C, L), as PyTorch
+        return conv_transpose1d(x.unsqueeze(0), weight, bias, stride, padding, output_padding,
+                                groups, dilation).squeeze(0)
     _check(op, x, weight, bias, groups, 1, transposed=True)
     (s,), (p,), (q,), (d,) = (_tuple(v, 1, op, n) for v, n in (
         (stride, "stride"), (padding, "padding"), (output_padding, "output_padding"),
@@ -119,6 +124,9 @@ def conv_transpose3d(x: Tensor, weight: Tensor, bias: Tensor | None = None, stri
     """3-D transposed convolution: ``(N, C_in, D, H, W)`` with weight
     ``(C_in, C_out / groups, kd, kh, kw)``; int or ``(d, h, w)`` arguments."""
     op = "conv_transpose3d"
+    if x.ndim == 4 and weight.ndim == 5:  # unbatched (C, D, H, W), as PyTorch
+        return conv_transpose3d(x.unsqueeze(0), weight, bias, stride, padding, output_padding,
+                                groups, dilation).squeeze(0)
     if x.ndim != 5 or weight.ndim != 5:
         raise op_error(op, "expected input (N, C_in, D, H, W) and a 5-D weight",
                        input=x.shape, weight=weight.shape)

@@ -60,7 +60,7 @@ def _nonzero(denom):
 
 
 def _data(t):
-    return t.data if isinstance(t, Tensor) else t
+    return t._data if isinstance(t, Tensor) else t
 
 
 def _as_tensor(t, like: Tensor):
@@ -187,7 +187,7 @@ class CrossEntropy(Function):
         """The gradient as ops: ``c * (rowsum(Q) * softmax(x) - Q)`` for the loss
         ``-sum(Q * log_softmax(x))`` with per-row coefficient ``c`` (gradient penalties)."""
         x, axis, eps = saved[0], self.axis, self.eps
-        xp = get_array_module(x.data)
+        xp = get_array_module(x._data)
         acc = gy.dtype
         keep = list(x.shape)
         keep[axis] = 1
@@ -424,7 +424,7 @@ class L1LossFunction(_Pointwise):
         return s, -s
 
 
-class SmoothL1Loss(_Pointwise):
+class SmoothL1LossFunction(_Pointwise):
     name = "smooth_l1_loss"
 
     def _loss(self, x, t, beta):
@@ -556,6 +556,11 @@ def _pointwise(cls, op, input, target, reduction, **params):
     _check_reduction(op, reduction)
     target = _as_tensor(target, input)
     _check_shapes(op, input, target)
+    if op in _SHAPE_WARNED and is_floating(target.dtype) and \
+            input.dtype.kind in ("iu" if op == "l1_loss" else "iub"):
+        # PyTorch promotes an integer input to the float target's dtype (no gradient to lose;
+        # l1_loss's bool input stays refused: PyTorch can't subtract bools)
+        input = input.astype(target.dtype)
     for name in ("weight", "pos_weight"):
         w = params.get(name)
         if w is not None and broadcast_shape(f"{op} ({name})", input.shape, w.shape) != \
@@ -583,7 +588,15 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
 
 
 def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
-    """Mean absolute error ``|input - target|`` (gradient ``sign``, 0 at a tie)."""
+    """Mean absolute error ``|input - target|`` (gradient ``sign``, 0 at a tie).
+
+    Integer tensors give the exact integer loss with ``reduction="none"`` or ``"sum"`` (the sum
+    in int64), as PyTorch's; their mean, and bool input, are refused as in PyTorch."""
+    target = _as_tensor(target, input)
+    if reduction in ("none", "sum") and input.dtype.kind in "iu" and target.dtype.kind in "iu":
+        _check_shapes("l1_loss", input, target)
+        d = abs(input - target)
+        return d if reduction == "none" else d.sum()
     return _pointwise(L1LossFunction, "l1_loss", input, target, reduction)
 
 
@@ -598,7 +611,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean",
     """
     if beta < 0:
         raise op_error("smooth_l1_loss", "beta must be non-negative", beta=beta)
-    return _pointwise(SmoothL1Loss, "smooth_l1_loss", input, target, reduction, beta=beta)
+    return _pointwise(SmoothL1LossFunction, "smooth_l1_loss", input, target, reduction, beta=beta)
 
 
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -658,7 +671,7 @@ def kl_div(input: Tensor, target: Tensor, reduction: str = "mean",
 
 
 # --------------------------------------------------------------------------- similarity
-class CosineSimilarity(Function):
+class CosineSimilarityFunction(Function):
     name = "cosine_similarity"
 
     def forward(self, a, b, axis, eps):
@@ -724,7 +737,7 @@ def cosine_similarity(a: Tensor, b: Tensor, axis: int = 1, eps: float = 1e-8, *,
     shape = a.shape if b.shape == a.shape else broadcast_shape("cosine_similarity", a.shape,
                                                                 b.shape)
     axis = check_axis(axis, len(shape), "cosine_similarity")
-    return CosineSimilarity.apply(a, b, axis=axis, eps=eps)
+    return CosineSimilarityFunction.apply(a, b, axis=axis, eps=eps)
 
 
 # --------------------------------------------------------------------------- CTC
@@ -845,7 +858,7 @@ class CTCLossBackward(ArrayBackward):
 
 def _lengths(v, n, what):
     if isinstance(v, Tensor):
-        v = v.data
+        v = v._data
     arr = np.asarray(v.get() if hasattr(v, "get") else v)
     if arr.dtype.kind not in "iu" and arr.size:
         raise op_error("ctc_loss", f"{what} must be integers", **{what: arr.dtype})
@@ -878,7 +891,7 @@ def ctc_loss(log_probs: Tensor, targets, input_lengths, target_lengths, blank: i
     """
     _check_reduction("ctc_loss", reduction)
     if log_probs.ndim == 2:  # unbatched: one sequence, a 0-d loss for every reduction
-        t = targets.data if isinstance(targets, Tensor) else targets
+        t = targets._data if isinstance(targets, Tensor) else targets
         t = np.asarray(t.get() if hasattr(t, "get") else t)
         tgt_len = _lengths(target_lengths, 1, "target_lengths")
         loss = ctc_loss(log_probs.reshape((log_probs.shape[0], 1, log_probs.shape[1])),
@@ -893,7 +906,7 @@ def ctc_loss(log_probs: Tensor, targets, input_lengths, target_lengths, blank: i
         raise op_error("ctc_loss", f"blank must be in [0, {n_c})", blank=blank)
     in_lens = _lengths(input_lengths, n, "input_lengths")
     tgt_lens = _lengths(target_lengths, n, "target_lengths")
-    t = targets.data if isinstance(targets, Tensor) else targets
+    t = targets._data if isinstance(targets, Tensor) else targets
     t = np.asarray(t.get() if hasattr(t, "get") else t)
     if t.dtype.kind not in "iu" and t.size:
         raise op_error("ctc_loss", "targets must be integers", dtype=t.dtype)
@@ -918,7 +931,7 @@ def ctc_loss(log_probs: Tensor, targets, input_lengths, target_lengths, blank: i
     if ((t < 0) | (t >= n_c) | (t == blank))[used].any():
         raise op_error("ctc_loss", f"targets must be classes in [0, {n_c}) other than the "
                        f"blank ({blank})")
-    xp = get_array_module(log_probs.data)
+    xp = get_array_module(log_probs._data)
     t = xp.asarray(np.where(used, t, blank))
     return CTCLossFunction.apply(log_probs, targets=t, in_lens=xp.asarray(in_lens),
                                  tgt_lens=xp.asarray(tgt_lens), blank=int(blank),

@@ -316,6 +316,8 @@ def max_pool2d(x: Tensor, kernel_size, stride=None, padding=0) -> Tensor:
     Returns:
         ``(N, C, OH, OW)`` with ``OH = (H + 2*ph - kh) // sh + 1``.
     """
+    if x.ndim == 3:  # unbatched (C, H, W), as PyTorch
+        return max_pool2d(x.unsqueeze(0), kernel_size, stride, padding).squeeze(0)
     k, s, p, out_hw = _geometry("max_pool2d", x, kernel_size, stride, padding)
     return MaxPool2dFunction.apply(x, kernel=k, stride=s, padding=p, out_hw=out_hw)
 
@@ -338,6 +340,9 @@ def avg_pool2d(x: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool =
         ``(N, C, OH, OW)``, accumulated in float32 for float16/bfloat16 input.
     """
     check_floating("avg_pool2d", x)  # a mean of integers is no integer (PyTorch refuses too)
+    if x.ndim == 3:  # unbatched (C, H, W), as PyTorch
+        return avg_pool2d(x.unsqueeze(0), kernel_size, stride, padding, ceil_mode,
+                          count_include_pad).squeeze(0)
     if ceil_mode:
         raise op_error("avg_pool2d", "ceil_mode=True is not supported; pad the input instead")
     k, s, p, out_hw = _geometry("avg_pool2d", x, kernel_size, stride, padding)
@@ -346,10 +351,10 @@ def avg_pool2d(x: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool =
         return y
     # The mean over the input elements only: the padded mean divided by the share of each
     # window that lies inside the input (the padded mean of ones), a constant.
-    xp = get_array_module(x.data)
+    xp = get_array_module(x._data)
     ones = Tensor._make(xp.ones((1, 1) + x.shape[2:], dtype=y.dtype), False, None, 0)
     share = AvgPool2dFunction.apply(ones, kernel=k, stride=s, padding=p, out_hw=out_hw)
-    return y / Tensor._make(share.data, False, None, 0)
+    return y / Tensor._make(share._data, False, None, 0)
 
 
 def adaptive_avg_pool2d(x: Tensor, output_size) -> Tensor:
@@ -362,6 +367,8 @@ def adaptive_avg_pool2d(x: Tensor, output_size) -> Tensor:
         x: ``(N, C, H, W)``.
         output_size: an int, or an ``(OH, OW)`` pair whose entries may be None (keep that size).
     """
+    if x.ndim == 3:  # unbatched (C, H, W), as PyTorch
+        return adaptive_avg_pool2d(x.unsqueeze(0), output_size).squeeze(0)
     out_hw = _adaptive_output_size("adaptive_avg_pool2d", x, output_size)
     return AdaptiveAvgPool2dFunction.apply(x, out_hw=out_hw)
 
@@ -423,6 +430,8 @@ def max_pool1d(x: Tensor, kernel_size, stride=None, padding=0) -> Tensor:
         ``(N, C, OL)`` with ``OL = (L + 2*padding - kernel_size) // stride + 1``.
     """
     check_floating("max_pool1d", x)
+    if x.ndim == 2:  # unbatched (C, L), as PyTorch
+        return max_pool1d(x.unsqueeze(0), kernel_size, stride, padding).squeeze(0)
     x4, (k, s, p, out_hw) = _geometry1d("max_pool1d", x, kernel_size, stride, padding)
     y = MaxPool1dFunction.apply(x4, kernel=k, stride=s, padding=p, out_hw=out_hw)
     return y.reshape(y.shape[:2] + (out_hw[1],))
@@ -439,16 +448,19 @@ def avg_pool1d(x: Tensor, kernel_size, stride=None, padding=0, ceil_mode: bool =
         count_include_pad: the padded zeros count in the mean (PyTorch's default).
     """
     check_floating("avg_pool1d", x)
+    if x.ndim == 2:  # unbatched (C, L), as PyTorch
+        return avg_pool1d(x.unsqueeze(0), kernel_size, stride, padding, ceil_mode,
+                          count_include_pad).squeeze(0)
     if ceil_mode:
         raise op_error("avg_pool1d", "ceil_mode=True is not supported; pad the input instead")
     x4, (k, s, p, out_hw) = _geometry1d("avg_pool1d", x, kernel_size, stride, padding)
     y = AvgPool1dFunction.apply(x4, kernel=k, stride=s, padding=p, out_hw=out_hw)
     if not count_include_pad and p != (0, 0):
         # divided by the share of each window inside the input (the padded mean of ones)
-        ones = Tensor._make(get_array_module(x.data).ones((1, 1) + x4.shape[2:], dtype=y.dtype),
+        ones = Tensor._make(get_array_module(x._data).ones((1, 1) + x4.shape[2:], dtype=y.dtype),
                             False, None, 0)
         share = AvgPool2dFunction.apply(ones, kernel=k, stride=s, padding=p, out_hw=out_hw)
-        y = y / Tensor._make(share.data, False, None, 0)
+        y = y / Tensor._make(share._data, False, None, 0)
     return y.reshape(y.shape[:2] + (out_hw[1],))
 
 
@@ -507,6 +519,9 @@ def adaptive_max_pool2d(x: Tensor, output_size, return_indices: bool = False):
         output_size: an int, or an ``(OH, OW)`` pair whose entries may be None (keep that size).
         return_indices: also return the int64 position of each maximum in its ``H*W`` plane.
     """
+    if x.ndim == 3:  # unbatched (C, H, W), as PyTorch
+        out = adaptive_max_pool2d(x.unsqueeze(0), output_size, return_indices)
+        return tuple(o.squeeze(0) for o in out) if return_indices else out.squeeze(0)
     out_hw = _adaptive_output_size("adaptive_max_pool2d", x, output_size)
     out, idx = AdaptiveMaxPool2dFunction.apply(x, out_hw=out_hw)
     return (out, idx) if return_indices else out

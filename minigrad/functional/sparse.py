@@ -20,7 +20,7 @@ __all__ = ["embedding"]
 class EmbeddingFunction(Function):
     name = "embedding"
 
-    def forward(self, indices, weight, padding_idx):
+    def forward(self, indices, weight, padding_idx, scale=None):
         xp = get_array_module(weight)
         if indices.dtype.kind not in "iu":
             raise op_error("embedding", "indices must be an integer tensor; cast with "
@@ -31,21 +31,25 @@ class EmbeddingFunction(Function):
                                          dim_name="the embedding table (num_embeddings)")
         out = xp.take(weight, indices, axis=0)
         self.indices, self.rows, self.padding_idx = indices, weight.shape[0], padding_idx
+        self.scale = scale
         return poison(xp, out, None if bad is None else bad[..., None])
 
     def backward(self, gy):
         return None, EmbeddingBackward.apply(gy, indices=self.indices, rows=self.rows,
-                                             padding_idx=self.padding_idx)
+                                             padding_idx=self.padding_idx, scale=self.scale)
 
 
 class EmbeddingBackward(Function):
     name = "embedding_backward"
 
-    def forward(self, gy, indices, rows, padding_idx):
+    def forward(self, gy, indices, rows, padding_idx, scale=None):
         xp = get_array_module(gy)
-        self.indices, self.padding_idx = indices, padding_idx
+        self.indices, self.padding_idx, self.scale = indices, padding_idx, scale
         dim = gy.shape[indices.ndim:]
-        gw = scatter_add_rows(xp, rows, indices, gy.reshape((-1,) + dim), acc_dtype(gy.dtype))
+        rows_g = gy.reshape((-1,) + dim)
+        if scale is not None:  # scale_grad_by_freq: each row's gradient over its id's count
+            rows_g = rows_g.astype(acc_dtype(gy.dtype)) * scale.reshape((-1,) + (1,) * len(dim))
+        gw = scatter_add_rows(xp, rows, indices, rows_g, acc_dtype(gy.dtype))
         if padding_idx is not None:
             gw[padding_idx] = 0
         return gw.astype(gy.dtype, copy=False)
@@ -54,23 +58,34 @@ class EmbeddingBackward(Function):
         # The gradient is linear in gy: its own gradient is the lookup again.
         if self.padding_idx is not None:
             ggw = ggw * _padding_keep(ggw, self.padding_idx)
-        return EmbeddingFunction.apply(self.indices, ggw, padding_idx=self.padding_idx)
+        out = EmbeddingFunction.apply(self.indices, ggw, padding_idx=self.padding_idx)
+        if self.scale is not None:
+            out = out * Tensor._make(self.scale[..., None].astype(out.dtype), False, None, 0)
+        return out
 
 
 def _padding_keep(like: Tensor, padding_idx):
-    xp = get_array_module(like.data)
+    xp = get_array_module(like._data)
     keep = xp.ones((like.shape[0],) + (1,) * (like.ndim - 1), dtype=like.dtype)
     keep[padding_idx] = 0
     return Tensor._make(keep, False, None, 0)
 
 
-def embedding(indices: Tensor, weight: Tensor, padding_idx: int | None = None) -> Tensor:
+def embedding(indices: Tensor, weight: Tensor, padding_idx: int | None = None,
+              max_norm: float | None = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
     """Look up rows of ``weight`` (num_embeddings, dim) at integer ``indices`` (any shape).
 
     Args:
         indices: integer Tensor; the output has shape ``indices.shape + (dim,)``.
         weight: the embedding table.
         padding_idx: a row whose gradient is always zero (negative values count from the end).
+        max_norm: rows looked up whose ``norm_type``-norm exceeds this are first rescaled to
+            norm ``max_norm`` in place in ``weight`` (outside the graph), as PyTorch's.
+        norm_type: the p of that norm.
+        scale_grad_by_freq: divide each row's gradient by the number of times its id occurs
+            in ``indices``.
+        sparse: accepted for PyTorch's signature; the gradient is always dense.
 
     Returns:
         A Tensor of dtype ``weight.dtype``.
@@ -84,6 +99,36 @@ def embedding(indices: Tensor, weight: Tensor, padding_idx: int | None = None) -
             raise op_error("embedding", "padding_idx must index a row of weight",
                            padding_idx=padding_idx, weight_shape=weight.shape)
         padding_idx %= n
+    if max_norm is not None:
+        _renorm_rows(indices, weight, float(max_norm), float(norm_type))
+    scale = None
+    if scale_grad_by_freq:
+        ids = indices._data if isinstance(indices, Tensor) else indices
+        xp = get_array_module(weight._data)
+        ids = xp.asarray(ids).astype("int64").ravel()
+        counts = xp.bincount(ids[(ids >= 0) & (ids < weight.shape[0])],
+                             minlength=weight.shape[0])
+        scale = (1.0 / xp.maximum(counts, 1)[xp.clip(ids, 0, weight.shape[0] - 1)]).reshape(
+            tuple(indices.shape))
     if isinstance(indices, Tensor) and grad_enabled.get() and weight.requires_grad:
         indices = const(owned_for_backward(indices, True))  # the rows the forward read
-    return EmbeddingFunction.apply(indices, weight, padding_idx=padding_idx)
+    return EmbeddingFunction.apply(indices, weight, padding_idx=padding_idx, scale=scale)
+
+
+def _renorm_rows(indices, weight: Tensor, max_norm: float, norm_type: float) -> None:
+    """PyTorch's ``embedding_renorm_``: the rows ``indices`` reads, rescaled in place to norm
+    ``max_norm`` where larger (``max_norm / (norm + 1e-7)``, computed in float32 or wider)."""
+    xp = get_array_module(weight._data)
+    ids = indices._data if isinstance(indices, Tensor) else xp.asarray(indices)
+    ids = xp.unique(ids.astype("int64").ravel())
+    ids = ids[(ids >= 0) & (ids < weight.shape[0])]
+    rows = weight._data[ids].astype(acc_dtype(weight.dtype))
+    if norm_type == float("inf"):
+        norm = xp.abs(rows).max(axis=1)
+    else:
+        norm = (xp.abs(rows) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
+    big = norm > max_norm
+    if bool(big.any()):
+        ids, rows = ids[big], rows[big] * (max_norm / (norm[big] + 1e-7))[:, None]
+        weight._data[ids] = rows.astype(weight.dtype)
+        weight._version += 1

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from .. import functional as F
+from .._backend import device_of
+from .._backend import random as _random
+from .._backend.dtypes import float32
+from ..core.tensor import Tensor
 from . import init
 from .module import Module
 
-__all__ = ["CELU", "ELU", "GELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU",
-           "LogSigmoid", "Mish", "PReLU", "ReLU", "ReLU6", "SELU", "SiLU", "Sigmoid",
-           "Softmax", "Softmin", "Tanh"]
+__all__ = ["CELU", "ELU", "GELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh",
+           "LeakyReLU", "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "RReLU", "ReLU", "ReLU6",
+           "SELU", "SiLU", "Sigmoid", "Softmax", "Softmax2d", "Softmin", "Softplus", "Softshrink",
+           "Softsign", "Tanh", "Tanhshrink", "Threshold"]
 
 
 class ReLU(Module):
@@ -238,3 +243,146 @@ class Softmin(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class LogSoftmax(Module):
+    """``log(softmax(x))`` along ``dim``, computed stably; accumulates in float32.
+
+    Args:
+        dim: the axis normalised (None: PyTorch's implicit choice, decided per call).
+    """
+
+    def __init__(self, dim: int | None = None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.log_softmax(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of ``(N, C, H, W)`` or ``(C, H, W)`` input at every
+    position."""
+
+    def forward(self, x):
+        if x.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected a 3-D or 4-D input, got shape {x.shape}")
+        return F.softmax(x, -3)
+
+
+class Softplus(Module):
+    """``log(1 + exp(beta * x)) / beta``, linear above ``threshold`` (in ``beta * x``)."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, x):
+        return F.softplus(x, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class Softsign(Module):
+    """``x / (1 + |x|)``."""
+
+    def forward(self, x):
+        return x / (F.abs(x) + 1)
+
+
+class Tanhshrink(Module):
+    """``x - tanh(x)``."""
+
+    def forward(self, x):
+        return x - F.tanh(x)
+
+
+class Softshrink(Module):
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, 0 in between (the
+    gradient is 0 on ``[-lambd, lambd]``, as PyTorch's)."""
+
+    def __init__(self, lambd: float = 0.5):
+        super().__init__()
+        if lambd < 0:
+            raise ValueError(f"Softshrink: lambd must be >= 0, got {lambd}")
+        self.lambd = lambd
+
+    def forward(self, x):
+        return F.where(x > self.lambd, x - self.lambd,
+                       F.where(x < -self.lambd, x + self.lambd, 0.0))
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Hardshrink(Module):
+    """``x`` where ``|x| > lambd``, else 0."""
+
+    def __init__(self, lambd: float = 0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, x):
+        return F.where((x > self.lambd) | (x < -self.lambd), x, 0.0)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Threshold(Module):
+    """``x`` where ``x > threshold``, else ``value``. ``inplace`` is ignored."""
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False):
+        super().__init__()
+        self.threshold, self.value = threshold, value
+
+    def forward(self, x):
+        return F.where(x > self.threshold, x, self.value)
+
+    def extra_repr(self) -> str:
+        return f"threshold={self.threshold}, value={self.value}"
+
+
+class GLU(Module):
+    """Gated linear unit: ``a * sigmoid(b)`` with ``a, b`` the halves of ``x`` along ``dim``."""
+
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        if x.ndim == 0 or x.shape[self.dim] % 2:
+            raise ValueError(f"GLU: the halved axis {self.dim} must have an even size, got "
+                             f"shape {x.shape}")
+        a, b = F.split(x, 2, axis=self.dim)
+        return a * F.sigmoid(b)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class RReLU(Module):
+    """Randomised leaky ReLU: while training each negative element gets a slope drawn from
+    ``U(lower, upper)``; in evaluation the slope is ``(lower + upper) / 2``. ``inplace`` is
+    ignored."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
+        super().__init__()
+        if not lower <= upper:
+            raise ValueError(f"RReLU: lower ({lower}) must not exceed upper ({upper})")
+        self.lower, self.upper = lower, upper
+
+    def forward(self, x):
+        if not self.training:
+            return F.leaky_relu(x, (self.lower + self.upper) / 2)
+        gen = _random.generator(device_of(x._data))
+        slope = gen.random(x.shape, dtype=float32) * (self.upper - self.lower) + self.lower
+        slope = Tensor._make(slope.astype(x.dtype), False, None, 0)
+        return F.where(x > 0, x, x * slope)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}"

@@ -1,4 +1,5 @@
-"""Containers: ``Sequential``, ``ModuleList``, ``ModuleDict``.
+"""Containers: ``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``,
+``ParameterDict``.
 
 Children of Sequential and ModuleList are named "0", "1", ... so parameter names read
 ``features.0.weight`` and the module path of AMP debugging is ``("", "features", "0")``.
@@ -8,9 +9,10 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from ..core.tensor import Parameter, Tensor
 from .module import Module
 
-__all__ = ["ModuleDict", "ModuleList", "Sequential"]
+__all__ = ["ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential"]
 
 
 def _check(module, owner):
@@ -169,3 +171,103 @@ class ModuleDict(Module):
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError("ModuleDict has no forward; index it in your forward")
+
+
+def _param(value, owner):
+    """A Tensor as a Parameter (a Parameter as itself), as PyTorch's parameter containers."""
+    if isinstance(value, Parameter):
+        return value
+    if isinstance(value, Tensor):
+        return Parameter(value)
+    raise TypeError(f"{owner}: expected a Parameter or Tensor, got {type(value).__name__}")
+
+
+class ParameterList(Module):
+    """A list of Parameters registered as ``"0"``, ``"1"``, ... (Tensors are made
+    Parameters)."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        if values is not None:
+            self.extend(values)
+
+    def __getitem__(self, idx):
+        params = list(self._parameters.values())
+        if isinstance(idx, slice):
+            return ParameterList(params[idx])
+        return params[idx]
+
+    def __setitem__(self, idx: int, value) -> None:
+        idx = range(len(self))[idx]
+        setattr(self, str(idx), _param(value, "ParameterList"))
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters.values())
+
+    def append(self, value) -> ParameterList:
+        setattr(self, str(len(self)), _param(value, "ParameterList"))
+        return self
+
+    def extend(self, values) -> ParameterList:
+        for v in values:
+            self.append(v)
+        return self
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ParameterList has no forward; iterate over it in your "
+                                  "forward")
+
+
+class ParameterDict(Module):
+    """A dict of named Parameters (insertion ordered; Tensors are made Parameters)."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key: str):
+        return self._parameters[key]
+
+    def __setitem__(self, key: str, value) -> None:
+        setattr(self, key, _param(value, "ParameterDict"))
+
+    def __delitem__(self, key: str) -> None:
+        delattr(self, key)
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters)
+
+    def __contains__(self, key) -> bool:
+        return key in self._parameters
+
+    def keys(self):
+        return self._parameters.keys()
+
+    def values(self):
+        return self._parameters.values()
+
+    def items(self):
+        return self._parameters.items()
+
+    def get(self, key: str, default=None):
+        return self._parameters.get(key, default)
+
+    def pop(self, key: str):
+        value = self._parameters[key]
+        del self[key]
+        return value
+
+    def update(self, parameters) -> None:
+        items = parameters.items() if hasattr(parameters, "items") else parameters
+        for k, v in items:
+            self[k] = v
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ParameterDict has no forward; index it in your forward")

@@ -1,4 +1,5 @@
-"""Convolutions: ``Conv1d``, ``Conv2d`` and ``ConvTranspose2d`` over ``F.conv*``."""
+"""Convolutions: ``Conv1d``/``Conv2d``/``Conv3d`` and ``ConvTranspose1d``/``2d``/``3d`` over
+``F.conv*``, with PyTorch's padding modes."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from .. import functional as F
 from . import init
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
+
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
 def _tuple(v, n):
@@ -55,10 +58,15 @@ class _ConvNd(Module):
     _transposed = False
 
     def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
-                 bias, output_padding=0, device=None, dtype=None):
+                 bias, output_padding=0, device=None, dtype=None, padding_mode="zeros"):
         super().__init__()
         name = type(self).__name__
         n = self._ndim
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"{name}: padding_mode must be one of {_PADDING_MODES}, got "
+                             f"{padding_mode!r}")
+        if self._transposed and padding_mode != "zeros":
+            raise ValueError(f'{name}: only "zeros" padding mode is supported (as in PyTorch)')
         _check_sizes(name, "in_channels/out_channels", (in_channels, out_channels), 2, 0)
         _check_sizes(name, "groups", (groups,), 1, 1)
         _check_sizes(name, "kernel_size", _tuple(kernel_size, n), n, 1)
@@ -81,6 +89,7 @@ class _ConvNd(Module):
         self.dilation = _tuple(dilation, n)
         self.output_padding = _tuple(output_padding, n)
         self.groups = groups
+        self.padding_mode = padding_mode
         if self._transposed:
             shape = (in_channels, out_channels // groups) + self.kernel_size
         else:
@@ -127,7 +136,48 @@ class _ConvNd(Module):
             s += f", groups={self.groups}"
         if self.bias is None:
             s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode!r}"
         return s
+
+    def _padded(self, x):
+        """``x`` padded by ``padding_mode`` and the padding left for the convolution: PyTorch's
+        non-zero modes pad explicitly ("same" puts the odd element on the right)."""
+        if self.padding_mode == "zeros":
+            return x, self.padding
+        if self.padding == "same":
+            total = [d * (k - 1) for d, k in zip(self.dilation, self.kernel_size)]
+            pads = [(t // 2, t - t // 2) for t in total]
+        elif self.padding == "valid":
+            pads = [(0, 0)] * self._ndim
+        else:
+            pads = [(p, p) for p in self.padding]
+        if any(a or b for a, b in pads):
+            x = F.pad(x, [(0, 0)] * (x.ndim - self._ndim) + pads, mode=self.padding_mode)
+        return x, (0,) * self._ndim
+
+    def _output_padding(self, x, output_size):
+        """The output_padding that makes ``forward(x, output_size)`` that size (PyTorch's)."""
+        if output_size is None:
+            return self.output_padding
+        n = self._ndim
+        size = [int(v) for v in output_size]
+        if len(size) > n:
+            size = size[len(size) - n:] if len(size) == x.ndim else size
+        if len(size) != n:
+            raise ValueError(f"{type(self).__name__}: output_size must have {n} or {n + 2} "
+                             f"elements, got {tuple(output_size)}")
+        res = []
+        for d in range(n):
+            least = ((x.shape[x.ndim - n + d] - 1) * self.stride[d] - 2 * self.padding[d]
+                     + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
+            if not least <= size[d] < least + self.stride[d]:
+                raise ValueError(f"{type(self).__name__}: requested an output size of "
+                                 f"{tuple(size)}, but valid sizes along dim {d} range from "
+                                 f"{least} to {least + self.stride[d] - 1} for input "
+                                 f"{tuple(x.shape)}")
+            res.append(size[d] - least)
+        return tuple(res)
 
 
 class Conv1d(_ConvNd):
@@ -136,15 +186,17 @@ class Conv1d(_ConvNd):
     _ndim = 1
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, groups: int = 1, bias: bool | None = None, device=None, dtype=None,
-                 pad_mode=None, has_bias=None):
+                 dilation=1, groups: int = 1, bias: bool | None = None,
+                 padding_mode: str = "zeros", device=None, dtype=None, pad_mode=None,
+                 has_bias=None):
         bias = _bias("Conv1d", bias, pad_mode, has_bias)
         padding = _pad_mode("Conv1d", pad_mode, padding)
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, device=device, dtype=dtype)
+                         groups, bias, device=device, dtype=dtype, padding_mode=padding_mode)
 
     def forward(self, x):
-        p = self.padding if isinstance(self.padding, str) else self.padding[0]
+        x, p = self._padded(x)
+        p = p if isinstance(p, str) else p[0]
         return F.conv1d(x, self.weight, self.bias, self.stride[0], p, self.dilation[0],
                         self.groups)
 
@@ -158,22 +210,45 @@ class Conv2d(_ConvNd):
         groups: split channels into this many independent groups.
         bias: learn a per-output-channel bias (default: yes, PyTorch's; no when ``pad_mode``
             is given, MindSpore's ``has_bias=False``).
+        padding_mode: what the padding holds: "zeros", or (padded explicitly before the
+            convolution) "reflect", "replicate" or "circular", as in PyTorch.
         pad_mode: MindSpore's spelling: ``"valid"`` (no padding), ``"same"`` or ``"pad"`` (use
             ``padding``). Unlike MindSpore the default is PyTorch's (``padding=0``).
         has_bias: MindSpore's spelling of ``bias``.
     """
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, groups: int = 1, bias: bool | None = None, device=None, dtype=None,
-                 pad_mode=None, has_bias=None):
+                 dilation=1, groups: int = 1, bias: bool | None = None,
+                 padding_mode: str = "zeros", device=None, dtype=None, pad_mode=None,
+                 has_bias=None):
         bias = _bias("Conv2d", bias, pad_mode, has_bias)
         padding = _pad_mode("Conv2d", pad_mode, padding)
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, device=device, dtype=dtype)
+                         groups, bias, device=device, dtype=dtype, padding_mode=padding_mode)
 
     def forward(self, x):
-        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                        self.groups)
+        x, p = self._padded(x)
+        return F.conv2d(x, self.weight, self.bias, self.stride, p, self.dilation, self.groups)
+
+
+class Conv3d(_ConvNd):
+    """3-D convolution over ``(N, C_in, D, H, W)``; weight ``(C_out, C_in/groups, kd, kh, kw)``
+    (arguments as :class:`Conv2d`'s, with ``(d, h, w)`` triples)."""
+
+    _ndim = 3
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool | None = None,
+                 padding_mode: str = "zeros", device=None, dtype=None, pad_mode=None,
+                 has_bias=None):
+        bias = _bias("Conv3d", bias, pad_mode, has_bias)
+        padding = _pad_mode("Conv3d", pad_mode, padding)
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, device=device, dtype=dtype, padding_mode=padding_mode)
+
+    def forward(self, x):
+        x, p = self._padded(x)
+        return F.conv3d(x, self.weight, self.bias, self.stride, p, self.dilation, self.groups)
 
 
 class ConvTranspose2d(_ConvNd):
@@ -182,11 +257,37 @@ class ConvTranspose2d(_ConvNd):
     _transposed = True
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 output_padding=0, groups: int = 1, bias: bool = True, dilation=1, device=None,
-                 dtype=None):
+                 output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
+                 padding_mode: str = "zeros", device=None, dtype=None):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, output_padding=output_padding, device=device, dtype=dtype)
+                         groups, bias, output_padding=output_padding, device=device, dtype=dtype,
+                         padding_mode=padding_mode)
 
-    def forward(self, x):
+    def forward(self, x, output_size=None):
+        """``output_size`` (optional): the spatial output size (with or without the leading
+        dims), which picks ``output_padding`` as PyTorch does."""
         return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding,
-                                  self.output_padding, self.groups, self.dilation)
+                                  self._output_padding(x, output_size), self.groups,
+                                  self.dilation)
+
+
+class ConvTranspose1d(ConvTranspose2d):
+    """Transposed 1-D convolution; weight ``(C_in, C_out/groups, k)`` as in PyTorch."""
+
+    _ndim = 1
+
+    def forward(self, x, output_size=None):
+        return F.conv_transpose1d(x, self.weight, self.bias, self.stride[0], self.padding[0],
+                                  self._output_padding(x, output_size)[0], self.groups,
+                                  self.dilation[0])
+
+
+class ConvTranspose3d(ConvTranspose2d):
+    """Transposed 3-D convolution; weight ``(C_in, C_out/groups, kd, kh, kw)`` as in PyTorch."""
+
+    _ndim = 3
+
+    def forward(self, x, output_size=None):
+        return F.conv_transpose3d(x, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(x, output_size), self.groups,
+                                  self.dilation)

@@ -1,4 +1,5 @@
-"""Dense layers: ``Linear``, plus the shape-only ``Identity`` and ``Flatten``."""
+"""Dense layers: ``Linear`` and ``Bilinear``, plus the shape-only ``Identity``, ``Flatten`` and
+``Unflatten``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from .. import functional as F
 from . import init
 from .module import Module
 
-__all__ = ["Flatten", "Identity", "Linear"]
+__all__ = ["Bilinear", "Flatten", "Identity", "Linear", "Unflatten"]
 
 
 class Identity(Module):
@@ -79,3 +80,54 @@ class Flatten(Module):
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Split axis ``dim`` into ``unflattened_size`` (which may hold one -1)."""
+
+    def __init__(self, dim: int, unflattened_size):
+        super().__init__()
+        self.dim = dim
+        self.unflattened_size = tuple(unflattened_size)
+
+    def forward(self, x):
+        dim = self.dim + x.ndim if self.dim < 0 else self.dim
+        if not 0 <= dim < x.ndim:
+            raise ValueError(f"Unflatten: dim {self.dim} is out of range for shape {x.shape}")
+        return x.reshape(tuple(x.shape[:dim]) + self.unflattened_size
+                         + tuple(x.shape[dim + 1:]))
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class Bilinear(Module):
+    """``y = x1 @ weight @ x2 + bias`` per output feature: ``weight`` is
+    ``(out_features, in1_features, in2_features)``; weight and bias start as
+    U(+-1/sqrt(in1_features)), as in PyTorch."""
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int,
+                 bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        self.in1_features, self.in2_features = in1_features, in2_features
+        self.out_features = out_features
+        self.weight = init._empty_param((out_features, in1_features, in2_features), device,
+                                        dtype)
+        if bias:
+            self.bias = init._empty_param((out_features,), device, dtype)
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        bound = 1 / math.sqrt(self.in1_features) if self.in1_features > 0 else 0
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, x1, x2):
+        return F.bilinear(x1, x2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")

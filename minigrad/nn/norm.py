@@ -1,14 +1,18 @@
-"""Normalisation layers: ``BatchNorm1d``/``BatchNorm2d``, ``LayerNorm``, ``GroupNorm``."""
+"""Normalisation layers: ``BatchNorm1d``/``2d``/``3d``, ``InstanceNorm1d``/``2d``/``3d``,
+``LayerNorm``, ``GroupNorm``, ``RMSNorm`` and ``LocalResponseNorm``."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import functional as F
-from .._backend.dtypes import float32, float64, int64, normalize_dtype
+from .._backend.dtypes import float32, float64, int64, is_low_precision, normalize_dtype
 from ..core.creation import ones, zeros
 from . import init
 from .module import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "LayerNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d",
+           "InstanceNorm2d", "InstanceNorm3d", "LayerNorm", "LocalResponseNorm", "RMSNorm"]
 
 
 class _BatchNorm(Module):
@@ -90,6 +94,60 @@ class BatchNorm2d(_BatchNorm):
     _dims = (4,)
 
 
+class BatchNorm3d(_BatchNorm):
+    """Batch normalisation over ``(N, C, D, H, W)`` inputs, per channel C (see
+    BatchNorm1d)."""
+
+    _dims = (5,)
+
+
+class _InstanceNorm(_BatchNorm):
+    _spatial = 1
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, device=None,
+                 dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype)
+
+    def forward(self, x):
+        name, n = type(self).__name__, self._spatial
+        if x.ndim not in (n + 1, n + 2):
+            raise ValueError(f"{name}: expected a {n + 1}-D (unbatched) or {n + 2}-D input, "
+                             f"got shape {x.shape}")
+        if x.ndim == n + 1:
+            return self.forward(x.unsqueeze(0)).squeeze(0)
+        if x.shape[1] != self.num_features and (self.affine or self.track_running_stats):
+            raise ValueError(f"{name}: input has {x.shape[1]} channels (shape {x.shape}) but "
+                             f"the layer was built for {self.num_features}")
+        # PyTorch's: the running statistics normalise only in evaluation with tracking on
+        return F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                               use_input_stats=self.training or not self.track_running_stats,
+                               momentum=0.0 if self.momentum is None else self.momentum,
+                               eps=self.eps)
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalisation of ``(N, C, L)`` or ``(C, L)`` input: every sample's channel is
+    normalised over its positions. ``affine`` (learned per-channel scale and shift) and
+    ``track_running_stats`` (running statistics used in evaluation) default to False, as in
+    PyTorch."""
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalisation of ``(N, C, H, W)`` or ``(C, H, W)`` input (see
+    InstanceNorm1d)."""
+
+    _spatial = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalisation of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input (see
+    InstanceNorm1d)."""
+
+    _spatial = 3
+
+
 class LayerNorm(Module):
     """Normalise over the trailing ``normalized_shape`` axes, then scale and shift.
 
@@ -158,3 +216,58 @@ class GroupNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalisation over the trailing ``normalized_shape`` axes:
+    ``x / sqrt(mean(x**2) + eps) * weight`` (computed in float32 for float16/bfloat16).
+
+    Args:
+        normalized_shape: an int or the tuple of trailing axes' sizes.
+        eps: added to the mean square; None: the machine epsilon of the computation's dtype
+            (float32's for float16/bfloat16 input, as PyTorch's kernel).
+        elementwise_affine: learn ``weight`` (ones).
+    """
+
+    def __init__(self, normalized_shape, eps: float | None = None,
+                 elementwise_affine: bool = True, device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = init.ones_(init._empty_param(self.normalized_shape, device, dtype))
+        else:
+            self.register_parameter("weight", None)
+
+    def forward(self, x):
+        k = len(self.normalized_shape)
+        if tuple(x.shape[x.ndim - k:]) != self.normalized_shape or x.ndim < k:
+            raise ValueError(f"RMSNorm: the trailing axes of input {x.shape} must be "
+                             f"{self.normalized_shape}")
+        xf = x.astype(float32) if is_low_precision(x.dtype) else x
+        eps = float(np.finfo(xf.dtype).eps) if self.eps is None else self.eps
+        ms = F.mean(xf * xf, axis=tuple(range(x.ndim - k, x.ndim)), keepdims=True)
+        y = (xf * F.rsqrt(ms + eps)).astype(x.dtype)
+        return y if self.weight is None else y * self.weight
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+class LocalResponseNorm(Module):
+    """Local response normalisation across channels (AlexNet's, ``F.local_response_norm``):
+    ``x / (k + alpha / size * sum of x**2 over size neighbouring channels) ** beta``."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, x):
+        return F.local_response_norm(x, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -19,8 +19,14 @@ __all__ = ["GRU", "LSTM", "RNN", "GRUCell", "LSTMCell", "RNNCell"]
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
-def _cell_step(mode, x, state, w_ih, w_hh, b_ih, b_hh):
-    """One time step; ``state`` is h, or (h, c) for LSTM."""
+def _cell_step(mode, x, state, w_ih, w_hh, b_ih, b_hh, w_hr=None):
+    """One time step; ``state`` is h, or (h, c) for LSTM (whose h is projected by ``w_hr``
+    when given: LSTM's ``proj_size``)."""
+    if mode == "LSTM" and w_hr is not None:
+        h, c = state
+        i, f, g, o = F.split(F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh), 4, axis=-1)
+        c = F.sigmoid(f) * c + F.sigmoid(i) * F.tanh(g)
+        return F.linear(F.sigmoid(o) * F.tanh(c), w_hr), c
     if mode == "LSTM":
         return F.lstm_cell(x, state, w_ih, w_hh, b_ih, b_hh)
     if mode == "GRU":
@@ -128,7 +134,7 @@ class _RNNBase(Module):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
-                 bidirectional: bool = False, device=None, dtype=None):
+                 bidirectional: bool = False, proj_size: int = 0, device=None, dtype=None):
         super().__init__()
         name = type(self).__name__
         if num_layers < 1:
@@ -138,6 +144,11 @@ class _RNNBase(Module):
                              f"{input_size} and {hidden_size}")
         if not 0.0 <= dropout <= 1.0 or isinstance(dropout, bool):
             raise ValueError(f"{name}: dropout must be a probability in [0, 1], got {dropout!r}")
+        if proj_size and self._mode != "LSTM":
+            raise ValueError(f"{name}: proj_size is only supported for LSTM")
+        if not 0 <= proj_size < hidden_size:
+            raise ValueError(f"{name}: proj_size must be >= 0 and smaller than hidden_size, "
+                             f"got {proj_size} and {hidden_size}")
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.num_layers = num_layers
@@ -145,20 +156,25 @@ class _RNNBase(Module):
         self.batch_first = batch_first
         self.dropout = float(dropout)
         self.bidirectional = bidirectional
+        self.proj_size = proj_size
         dirs = 2 if bidirectional else 1
         g = _GATES[self._mode] * hidden_size
+        out_size = proj_size or hidden_size   # the size of h (and of each direction's output)
         self._weight_names = []
         for layer in range(num_layers):
-            layer_in = input_size if layer == 0 else hidden_size * dirs
+            layer_in = input_size if layer == 0 else out_size * dirs
             for d in range(dirs):
                 sfx = f"_l{layer}" + ("_reverse" if d else "")
                 names = [f"weight_ih{sfx}", f"weight_hh{sfx}"]
                 setattr(self, names[0], init._empty_param((g, layer_in), device, dtype))
-                setattr(self, names[1], init._empty_param((g, hidden_size), device, dtype))
+                setattr(self, names[1], init._empty_param((g, out_size), device, dtype))
                 if bias:
                     names += [f"bias_ih{sfx}", f"bias_hh{sfx}"]
                     setattr(self, names[2], init._empty_param((g,), device, dtype))
                     setattr(self, names[3], init._empty_param((g,), device, dtype))
+                if proj_size:
+                    setattr(self, f"weight_hr{sfx}",
+                            init._empty_param((proj_size, hidden_size), device, dtype))
                 self._weight_names.append(names)
         self.reset_parameters()
 
@@ -171,10 +187,13 @@ class _RNNBase(Module):
 
     def _run_direction(self, steps, state, k, reverse):
         w_ih, w_hh, b_ih, b_hh = self._weights(k)
+        w_hr = None
+        if self.proj_size:
+            w_hr = getattr(self, self._weight_names[k][0].replace("weight_ih", "weight_hr"))
         outs = [None] * len(steps)
         order = range(len(steps) - 1, -1, -1) if reverse else range(len(steps))
         for t in order:
-            state = _cell_step(self._mode, steps[t], state, w_ih, w_hh, b_ih, b_hh)
+            state = _cell_step(self._mode, steps[t], state, w_ih, w_hh, b_ih, b_hh, w_hr)
             outs[t] = state[0] if self._mode == "LSTM" else state
         return outs, state
 
@@ -207,7 +226,10 @@ class _RNNBase(Module):
         if hx is None:
             z = zeros((self.num_layers * dirs, x.shape[1], self.hidden_size), dtype=x.dtype,
                       device=x.device)
-            hx = (z, z) if lstm else z
+            h0 = z if not self.proj_size else zeros(
+                (self.num_layers * dirs, x.shape[1], self.proj_size), dtype=x.dtype,
+                device=x.device)
+            hx = (h0, z) if lstm else z
         elif unbatched:
             hx = tuple(h.unsqueeze(1) for h in hx) if lstm else hx.unsqueeze(1)
         h_n, c_n = [], []
@@ -254,6 +276,8 @@ class _RNNBase(Module):
             s += f", dropout={self.dropout}"
         if self.bidirectional:
             s += ", bidirectional=True"
+        if self.proj_size:
+            s += f", proj_size={self.proj_size}"
         return s
 
     def flatten_parameters(self) -> None:
@@ -272,7 +296,7 @@ class RNN(_RNNBase):
             raise ValueError(f"RNN: nonlinearity must be 'tanh' or 'relu', got {nonlinearity!r}")
         self.__dict__["_mode"] = "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
-                         bidirectional, device, dtype)
+                         bidirectional, device=device, dtype=dtype)
         self.nonlinearity = nonlinearity
 
 
@@ -286,6 +310,8 @@ class LSTM(_RNNBase):
         batch_first: inputs/outputs are ``(N, T, F)`` instead of ``(T, N, F)``.
         dropout: dropout on the outputs of every layer but the last, while training.
         bidirectional: add a reverse-time pass (``*_reverse`` parameters); outputs concatenate.
+        proj_size: project h to this size after every step (``weight_hr_l{k}``); h and the
+            outputs then have ``proj_size`` features, c keeps ``hidden_size``.
 
     ``forward(x, (h_0, c_0)=None)`` returns ``output, (h_n, c_n)``.
     """

@@ -5,6 +5,7 @@ PyTorch's constructor signatures, submodule names (``self_attn``, ``linear1``, `
 from __future__ import annotations
 
 import copy
+import numbers
 
 from .. import functional as F
 from .attention import MultiheadAttention
@@ -17,6 +18,32 @@ from .norm import LayerNorm
 __all__ = ["TransformerEncoder", "TransformerEncoderLayer"]
 
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
+
+
+def _check_layer_args(layer: str, d_model, nhead, dim_feedforward, dropout) -> None:
+    """Reject bad layer sizes up front, naming ``layer`` (not the MultiheadAttention inside)."""
+    for name, value in (("d_model", d_model), ("nhead", nhead),
+                        ("dim_feedforward", dim_feedforward)):
+        # __index__: Python and NumPy ints, not floats (8.0 would fail later, deep in a reshape).
+        if isinstance(value, bool) or not hasattr(type(value), "__index__") or value < 1:
+            raise ValueError(f"{layer}: {name} must be a positive int, got {value!r}")
+    if d_model % nhead:
+        raise ValueError(f"{layer}: d_model ({d_model}) must be divisible by nhead ({nhead})")
+    if not isinstance(dropout, numbers.Real) or not 0.0 <= dropout <= 1.0:
+        raise ValueError(f"{layer}: dropout must be in [0, 1], got {dropout!r}")
+
+
+def _activation_fn(layer: str, activation):
+    """``"relu"``/``"gelu"`` as the function; a callable as it is."""
+    if isinstance(activation, str):
+        if activation not in _ACTIVATIONS:
+            raise ValueError(f"{layer}: activation must be 'relu', 'gelu' or a callable, got "
+                             f"{activation!r}")
+        return _ACTIVATIONS[activation]
+    if not callable(activation):
+        raise ValueError(f"{layer}: activation must be 'relu', 'gelu' or a callable, got "
+                         f"{activation!r}")
+    return activation
 
 
 class TransformerEncoderLayer(Module):
@@ -45,6 +72,7 @@ class TransformerEncoderLayer(Module):
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True,
                  device=None, dtype=None):
         super().__init__()
+        _check_layer_args("TransformerEncoderLayer", d_model, nhead, dim_feedforward, dropout)
         kw = {"device": device, "dtype": dtype}
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                             batch_first=batch_first, **kw)
@@ -56,12 +84,7 @@ class TransformerEncoderLayer(Module):
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
-        if isinstance(activation, str):
-            if activation not in _ACTIVATIONS:
-                raise ValueError(f"TransformerEncoderLayer: activation must be 'relu', 'gelu' or "
-                                 f"a callable, got {activation!r}")
-            activation = _ACTIVATIONS[activation]
-        self.activation = activation
+        self.activation = _activation_fn("TransformerEncoderLayer", activation)
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
         x = src

@@ -1,0 +1,38 @@
+"""Distance layers: ``CosineSimilarity`` and ``PairwiseDistance``."""
+
+from __future__ import annotations
+
+from .. import functional as F
+from .module import Module
+
+__all__ = ["CosineSimilarity", "PairwiseDistance"]
+
+
+class CosineSimilarity(Module):
+    """Cosine of the angle between ``x1`` and ``x2`` along ``dim`` (broadcast), each norm
+    clamped below by ``eps``."""
+
+    def __init__(self, dim: int = 1, eps: float = 1e-8):
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def forward(self, x1, x2):
+        return F.cosine_similarity(x1, x2, axis=self.dim, eps=self.eps)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, eps={self.eps}"
+
+
+class PairwiseDistance(Module):
+    """The ``p``-norm of ``x1 - x2 + eps`` over the last axis (PyTorch's formula, ``eps``
+    keeping the norm differentiable at equal inputs)."""
+
+    def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
+        super().__init__()
+        self.norm, self.eps, self.keepdim = p, eps, keepdim
+
+    def forward(self, x1, x2):
+        return F.vector_norm(x1 - x2 + self.eps, self.norm, dim=-1, keepdim=self.keepdim)
+
+    def extra_repr(self) -> str:
+        return f"p={self.norm}, eps={self.eps}, keepdim={self.keepdim}"
