@@ -88,3 +88,18 @@ def test_integer_input_with_a_float_target_is_promoted(op, expected):
     if op != "l1_loss":                        # bool too, except where PyTorch can't subtract
         assert getattr(F, op)(mg.tensor([True, False]), mg.tensor([0.5, 1.0])).item() == \
             pytest.approx(0.625 if op == "mse_loss" else 0.3125, rel=1e-7)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_embedding_bag_scales_by_each_rows_own_count(mode):
+    """scale_grad_by_freq divides each row's gradient by how often that row occurs in the
+    batch (PyTorch 2.15; 2.13's CPU kernel divides row 3 below by row 2's count)."""
+    idx = mg.tensor([[2, 2, 3], [2, 1, 3]])
+    grads = []
+    for scale in (False, True):
+        bag = mg.nn.EmbeddingBag(7, 3, mode=mode, scale_grad_by_freq=scale)
+        bag(idx).sum().backward()
+        grads.append(bag.weight.grad.numpy())
+    counts = np.bincount(idx.numpy().ravel(), minlength=7)[:, None]
+    np.testing.assert_allclose(grads[1], grads[0] / np.maximum(counts, 1), rtol=1e-6)
+    assert grads[1][3].tolist() == pytest.approx([1.0 if mode == "sum" else 1 / 3] * 3)
