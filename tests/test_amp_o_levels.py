@@ -227,6 +227,24 @@ def test_master_weights_keep_small_updates():
     assert np.all(p_master.numpy() == np.float16(1.0 - 1e-3))
 
 
+def test_master_weights_step_takes_pytorchs_closure():
+    p = mg.Parameter(np.ones(2, np.float16))
+    master = amp.master_weights(SGD([p], lr=0.25))
+
+    def closure():
+        master.zero_grad()
+        loss = (p.astype("float32") * mg.tensor([1.0, 2.0])).sum()
+        loss.backward()
+        return loss
+
+    loss = master.step(closure)
+    assert loss.item() == 3.0                       # the closure's loss, computed before the step
+    assert p.numpy().tolist() == [0.75, 0.5]        # its gradients reached the masters
+    assert master.step() is master
+    with pytest.raises(TypeError, match="closure must be callable"):
+        master.step(0.5)
+
+
 def test_master_weights_with_grad_scaler_and_state_roundtrip(tmp_path):
     def make():
         mg.manual_seed(1)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from .. import _backend as B
 from ..core.tensor import Parameter, Tensor
+from ..optimizer.optimizer import run_closure
 
 __all__ = ["MasterWeightOptimizer", "master_weights"]
 
@@ -114,8 +115,11 @@ class MasterWeightOptimizer:
                 m._version += 1
                 pair[3] = p._version
 
-    def step(self):
-        """Update the masters with the wrapped optimizer, then round them into the model."""
+    def step(self, closure=None):
+        """Update the masters with the wrapped optimizer, then round them into the model;
+        returns ``self``, or the loss of PyTorch's ``closure`` when one is given (it runs
+        first, its gradients reach the masters)."""
+        loss = run_closure(self, closure)
         self.sync_grads()
         self._refresh_stale()
         self.optimizer.step()
@@ -127,7 +131,7 @@ class MasterWeightOptimizer:
             xp.copyto(p._data, m._data, casting="unsafe")
             p._version += 1
             pair[3] = p._version
-        return self
+        return self if closure is None else loss
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of the masters and of the model parameters."""

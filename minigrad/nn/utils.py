@@ -19,8 +19,9 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
                           error_if_nonfinite=error_if_nonfinite)
 
 
-def clip_grad_value_(parameters, clip_value: float):
-    """Clamp every gradient element to ``[-clip_value, clip_value]`` in place."""
+def clip_grad_value_(parameters, clip_value: float, foreach=None):
+    """Clamp every gradient element to ``[-clip_value, clip_value]`` in place (``foreach``,
+    PyTorch's kernel choice, is accepted and ignored)."""
     from ..optimizer.clip import clip_grad_value
 
     return clip_grad_value(parameters, clip_value)

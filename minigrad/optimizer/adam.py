@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .. import _backend as B
 from .._backend import cuda_graph, fused
-from .optimizer import Optimizer, state_dtype
+from .optimizer import Optimizer, check_switches, state_dtype
 
 __all__ = ["Adam", "AdamW"]
 
@@ -14,7 +14,8 @@ class Adam(Optimizer):
 
     Per step ``t`` (counted per parameter, only when it has a gradient)::
 
-        g = grad + weight_decay * p                  # Adam; AdamW decays p instead: p *= 1 - lr*wd
+        g = -grad if maximize else grad
+        g = g + weight_decay * p                     # Adam; AdamW decays p instead: p *= 1 - lr*wd
         m = m + (1 - beta1) * (g - m)                # == beta1*m + (1-beta1)*g
         v = beta2 * v + (1 - beta2) * g * g
         v_hat = max(v_hat, v) if amsgrad else v
@@ -25,27 +26,45 @@ class Adam(Optimizer):
         lr: learning rate.
         betas: decay rates of the first and second moment.
         eps: added to the denominator for stability.
-        weight_decay: L2 penalty added to the gradient (coupled, as in PyTorch's Adam).
+        weight_decay: L2 penalty added to the gradient (coupled, as in PyTorch's Adam), or
+            decoupled as AdamW's with ``decoupled_weight_decay=True``.
         amsgrad: keep the running maximum of the second moment.
+        maximize: ascend instead of descend.
+        decoupled_weight_decay: AdamW's decay (``Adam(..., decoupled_weight_decay=True)`` is
+            ``AdamW``, as in PyTorch).
+        foreach, fused, capturable, differentiable: PyTorch's implementation switches,
+            accepted: they change no value in PyTorch and there is one body here (a fused
+            kernel on the GPU, which a CUDA graph captures as it is); ``differentiable=True``
+            is refused (see ``check_switches``).
     """
 
     _decoupled = False
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, amsgrad: bool = False):
-        check_adam_args(type(self).__name__, lr, betas, eps, weight_decay)
+                 weight_decay: float = 0.0, amsgrad: bool = False, *, foreach=None,
+                 maximize: bool = False, capturable: bool = False,
+                 differentiable: bool = False, fused=None,
+                 decoupled_weight_decay: bool = False):
+        name = type(self).__name__
+        check_adam_args(name, lr, betas, eps, weight_decay)
+        check_switches(name, foreach=foreach, fused=fused, differentiable=differentiable)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
-                                      weight_decay=weight_decay, amsgrad=amsgrad))
+                                      weight_decay=weight_decay, amsgrad=amsgrad,
+                                      maximize=maximize,
+                                      decoupled_weight_decay=bool(decoupled_weight_decay
+                                                                  or self._decoupled)))
 
     def _update_group(self, group: dict, found_inf=None) -> None:
         lr = group["lr"]
         beta1, beta2 = group["betas"]
         amsgrad = group["amsgrad"]
+        maximize, decoupled = group["maximize"], group["decoupled_weight_decay"]
         state = self.state
         for p in group["params"]:
             grad = p.grad
             if grad is None:
                 continue
+            grad = -grad._data if maximize else grad._data  # a new array, as PyTorch's -grad
             data = p._data
             st = state.get(p)
             if st is None:
@@ -55,10 +74,10 @@ class Adam(Optimizer):
             t = _advance(st, data, found_inf)
             on_device = hasattr(t, "shape")
             # One body on both backends: a kernel on the GPU, its NumPy twin on the CPU.
-            vmax = fused.adam_update(data, grad._data, st["exp_avg"], st["exp_avg_sq"],
+            vmax = fused.adam_update(data, grad, st["exp_avg"], st["exp_avg_sq"],
                                      st.get("max_exp_avg_sq"), 1 if on_device else t, lr, beta1,
-                                     beta2, group["eps"], group["weight_decay"],
-                                     self._decoupled, amsgrad, found_inf,
+                                     beta2, group["eps"], group["weight_decay"], decoupled,
+                                     amsgrad, found_inf,
                                      t if on_device else None)
             if amsgrad:
                 st["max_exp_avg_sq"] = vmax
@@ -106,14 +125,19 @@ class AdamW(Adam):
         eps: added to the denominator for stability.
         weight_decay: decoupled decay factor (default 1e-2, as in PyTorch).
         amsgrad: keep the running maximum of the second moment.
+        maximize: ascend instead of descend.
+        foreach, fused, capturable, differentiable: accepted, as ``Adam``'s.
     """
 
     _decoupled = True
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 1e-2, amsgrad: bool = False):
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
+                 foreach=None, capturable: bool = False, differentiable: bool = False,
+                 fused=None):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         amsgrad=amsgrad)
+                         amsgrad=amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused)
 
 
 def count_step(st: dict, data, found_inf):

@@ -10,7 +10,7 @@ import numpy as np
 
 from ._elementwise import Frame, host_step, lerp
 from .adam import check_adam_args, count_step
-from .optimizer import Optimizer
+from .optimizer import Optimizer, check_switches
 
 __all__ = ["Adamax", "NAdam", "RAdam"]
 
@@ -26,13 +26,15 @@ class Adamax(Optimizer):
         eps: added to ``|g|``.
         weight_decay: L2 penalty added to the gradient.
         maximize: ascend instead of descend.
-        foreach, capturable, differentiable: accepted (same values).
+        foreach, capturable, differentiable: PyTorch's implementation switches, accepted
+            (they change no value); ``differentiable=True`` is refused (``check_switches``).
     """
 
     def __init__(self, params, lr: float = 2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 0.0, foreach=None, *, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False):
         check_adam_args("Adamax", lr, betas, eps, weight_decay)
+        check_switches("Adamax", foreach=foreach, differentiable=differentiable)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, maximize=maximize))
 
@@ -70,7 +72,8 @@ class NAdam(Optimizer):
             ``decoupled_weight_decay``.
         momentum_decay: the ``psi`` of the momentum schedule.
         maximize: ascend instead of descend.
-        foreach, capturable, differentiable: accepted (same values).
+        foreach, capturable, differentiable: PyTorch's implementation switches, accepted
+            (they change no value); ``differentiable=True`` is refused (``check_switches``).
     """
 
     def __init__(self, params, lr: float = 2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
@@ -81,6 +84,7 @@ class NAdam(Optimizer):
         check_adam_args("NAdam", lr, betas, eps, weight_decay)
         if momentum_decay < 0:
             raise ValueError(f"NAdam: invalid momentum_decay {momentum_decay} (must be >= 0)")
+        check_switches("NAdam", foreach=foreach, differentiable=differentiable)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, momentum_decay=momentum_decay,
                                       decoupled_weight_decay=decoupled_weight_decay,
@@ -131,7 +135,8 @@ class RAdam(Optimizer):
         eps: added to the denominator.
         weight_decay: L2 penalty on the gradient, or decoupled with ``decoupled_weight_decay``.
         maximize: ascend instead of descend.
-        foreach, capturable, differentiable: accepted (same values).
+        foreach, capturable, differentiable: PyTorch's implementation switches, accepted
+            (they change no value); ``differentiable=True`` is refused (``check_switches``).
     """
 
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
@@ -139,6 +144,7 @@ class RAdam(Optimizer):
                  foreach=None, maximize: bool = False, capturable: bool = False,
                  differentiable: bool = False):
         check_adam_args("RAdam", lr, betas, eps, weight_decay)
+        check_switches("RAdam", foreach=foreach, differentiable=differentiable)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay,
                                       decoupled_weight_decay=decoupled_weight_decay,

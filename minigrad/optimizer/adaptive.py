@@ -7,9 +7,10 @@ Each keeps PyTorch's state names (``sum``; ``square_avg``/``acc_delta``; ``squar
 
 from __future__ import annotations
 
+from .. import _backend as B
 from ._elementwise import Frame, lerp
 from .adam import _advance, count_step
-from .optimizer import Optimizer
+from .optimizer import Optimizer, check_switches, state_dtype
 
 __all__ = ["Adagrad", "Adadelta", "RMSprop"]
 
@@ -24,6 +25,13 @@ class Adagrad(Optimizer):
     """Adagrad: ``sum += g * g``; ``p -= clr * g / (sqrt(sum) + eps)`` with
     ``clr = lr / (1 + (t - 1) * lr_decay)`` and ``g = grad + weight_decay * p``.
 
+    As PyTorch's, the state (``step`` 0, ``sum`` filled with ``initial_accumulator_value``)
+    exists from construction on, for every parameter, stepped or not (so state dicts line up);
+    parameters of a group added later get theirs too (PyTorch's step fails on them). Unlike
+    PyTorch, whose ``__init__`` fills every ``sum`` with the constructor's value, a group's own
+    ``initial_accumulator_value`` is used for its parameters, as PyTorch documents for group
+    options.
+
     Args:
         params: Parameters or parameter-group dicts.
         lr: learning rate.
@@ -32,8 +40,8 @@ class Adagrad(Optimizer):
         initial_accumulator_value: the starting value of ``sum``.
         eps: added to the denominator.
         maximize: ascend instead of descend.
-        foreach, differentiable, fused: accepted (PyTorch's implementation switches; the
-            values are the same).
+        foreach, differentiable, fused: PyTorch's implementation switches, accepted (they
+            change no value); ``differentiable=True`` is refused (``check_switches``).
     """
 
     def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0.0,
@@ -42,9 +50,17 @@ class Adagrad(Optimizer):
                  differentiable: bool = False, fused=None):
         _check("Adagrad", lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                initial_accumulator_value=initial_accumulator_value, eps=eps)
+        check_switches("Adagrad", foreach=foreach, fused=fused, differentiable=differentiable)
         super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                                       initial_accumulator_value=initial_accumulator_value,
                                       eps=eps, maximize=maximize))
+
+    def add_param_group(self, group: dict) -> None:
+        """Add a parameter group, creating its parameters' state (see the class docstring)."""
+        super().add_param_group(group)
+        group = self.param_groups[-1]
+        for p in group["params"]:
+            self.state[p] = _adagrad_state(p, group["initial_accumulator_value"])
 
     def _update_group(self, group: dict, found_inf=None) -> None:
         for p in group["params"]:
@@ -52,9 +68,8 @@ class Adagrad(Optimizer):
                 continue
             f = Frame(p, found_inf, group["maximize"], group["weight_decay"])
             st = self.state.get(p)
-            if st is None:
-                st = self.state[p] = {"step": 0,
-                                      "sum": f.zeros(group["initial_accumulator_value"])}
+            if st is None:  # a state dict loaded without this parameter's entry
+                st = self.state[p] = _adagrad_state(p, group["initial_accumulator_value"])
             t = count_step(st, p._data, found_inf)
             clr = group["lr"] / (1 + (t - 1) * group["lr_decay"])
             g = f.g
@@ -62,6 +77,13 @@ class Adagrad(Optimizer):
             std = f.xp.sqrt(total) + f.c.type(group["eps"])
             f.store(st["sum"], total)
             f.commit(f.w + f.scalar(-clr) * g / std)
+
+
+def _adagrad_state(p, initial_accumulator_value: float) -> dict:
+    data = p._data
+    with B.device_scope(data):
+        return {"step": 0, "sum": B.get_array_module(data).full(
+            data.shape, initial_accumulator_value, state_dtype(data.dtype))}
 
 
 class Adadelta(Optimizer):
@@ -75,7 +97,8 @@ class Adadelta(Optimizer):
         eps: added inside the square roots.
         weight_decay: L2 penalty added to the gradient.
         maximize: ascend instead of descend.
-        foreach, capturable, differentiable: accepted (same values).
+        foreach, capturable, differentiable: PyTorch's implementation switches, accepted
+            (they change no value); ``differentiable=True`` is refused (``check_switches``).
     """
 
     def __init__(self, params, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
@@ -84,6 +107,7 @@ class Adadelta(Optimizer):
         _check("Adadelta", lr=lr, eps=eps, weight_decay=weight_decay)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Adadelta: invalid rho {rho} (must be in [0, 1])")
+        check_switches("Adadelta", foreach=foreach, differentiable=differentiable)
         super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
                                       maximize=maximize))
 
@@ -121,7 +145,8 @@ class RMSprop(Optimizer):
         momentum: momentum factor.
         centered: normalise by the variance estimate instead of the second moment.
         maximize: ascend instead of descend.
-        foreach, capturable, differentiable: accepted (same values).
+        foreach, capturable, differentiable: PyTorch's implementation switches, accepted
+            (they change no value); ``differentiable=True`` is refused (``check_switches``).
     """
 
     def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
@@ -130,6 +155,7 @@ class RMSprop(Optimizer):
                  differentiable: bool = False):
         _check("RMSprop", lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
                momentum=momentum)
+        check_switches("RMSprop", foreach=foreach, differentiable=differentiable)
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
                                       momentum=momentum, centered=centered, maximize=maximize))
 

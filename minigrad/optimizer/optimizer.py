@@ -16,12 +16,26 @@ from __future__ import annotations
 from .. import _backend as B
 from .._backend import fused
 from .._backend.dtypes import acc_dtype, is_floating
+from ..core.grad_mode import enable_grad
 from ..core.tensor import Tensor
 from .clip import clip_grad_norm
 
 __all__ = ["Optimizer"]
 
 state_dtype = acc_dtype  # optimizer state and update math: the accumulation dtype
+
+
+def run_closure(owner, closure):
+    """PyTorch's ``step(closure)``: call ``closure`` (it recomputes the loss and its gradients)
+    with gradients enabled and return its loss; None without a closure."""
+    if closure is None:
+        return None
+    if not callable(closure):
+        raise TypeError(f"{type(owner).__name__}.step: closure must be callable, got "
+                        f"{type(closure).__name__}; a found-inf flag is passed as "
+                        "step(found_inf=flag)")
+    with enable_grad():
+        return closure()
 
 
 class Optimizer:
@@ -82,12 +96,16 @@ class Optimizer:
         self.param_groups.append(group)
 
     # ------------------------------------------------------------------ stepping
-    def step(self, found_inf=None) -> "Optimizer":
-        """Apply one update to every parameter that has a gradient; returns ``self``.
+    def step(self, closure=None, found_inf=None):
+        """Apply one update to every parameter that has a gradient; returns ``self``, or the
+        closure's loss when a closure is given.
 
         Returning ``self`` allows the MegEngine idiom ``opt.step().clear_grad()``.
 
         Args:
+            closure: PyTorch's ``step(closure)``: a callable that recomputes the loss (zeroing
+                the gradients and calling ``backward()`` itself); it is called first, with
+                gradients enabled, and its result is returned, as PyTorch's ``step`` does.
             found_inf: a 1-element int32 flag array from a sync-free ``GradScaler``; when it is
                 nonzero the step changes nothing (parameters, state, step counts). On the GPU
                 the fused kernels read it on the device (no host sync); on the CPU there is no
@@ -96,18 +114,22 @@ class Optimizer:
                 (:func:`mark_found_inf`): it joins ``found_inf`` and is consumed here, skipped
                 or not, so it never reaches a later step.
         """
+        loss = run_closure(self, closure)
+        self._step(found_inf)
+        return self if closure is None else loss
+
+    def _step(self, found_inf) -> None:
         carried = _take_grad_flags(self.param_groups)
         if carried is not None:
             found_inf = carried if found_inf is None \
                 else B.get_array_module(carried).maximum(carried, found_inf)
         if found_inf is not None and not fused.use_fused(found_inf):
             if fused._host_found(found_inf):
-                return self
+                return
             found_inf = None
         self._condition_grads()
         for group in self.param_groups:
             self._update_group(group, found_inf)
-        return self
 
     # MindSpore's optimizers divide the gradients by their ``loss_scale`` (Momentum sets it).
     _loss_scale = 1.0
@@ -278,6 +300,29 @@ def _check_group_keys(opt, group: dict) -> None:
     if clip and not group["clip_grad_max_norm"] > 0:
         raise ValueError(f"{name}: clip_grad_max_norm must be > 0, got "
                          f"{group['clip_grad_max_norm']}")
+
+
+def check_switches(name: str, foreach=None, fused=None, differentiable: bool = False) -> None:
+    """PyTorch's implementation switches, which its optimizers take and minigrad's accept.
+
+    ``foreach`` and ``fused`` choose PyTorch's kernels and ``capturable`` lets a PyTorch step be
+    captured in a CUDA graph; none of them changes a value there, and here each optimizer has one
+    body (fused on the GPU, capturable as it is), so they are accepted and change nothing.
+    PyTorch's refusals are kept (``fused`` with ``foreach`` or ``differentiable``).
+    ``differentiable=True`` (autograd through ``step()``, for meta-learning) is refused: an
+    update here works on the raw arrays and never records a graph, so a gradient through it
+    would silently be missing (PyTorch's own step refuses it on leaf parameters too).
+    """
+    if fused and foreach:
+        raise RuntimeError(f"{name}: `fused` and `foreach` cannot be `True` together.")
+    if fused and differentiable:
+        raise RuntimeError(f"{name}: `fused` does not support `differentiable`")
+    if differentiable:
+        raise NotImplementedError(
+            f"{name}(differentiable=True): minigrad's optimizer steps update the parameters "
+            "outside autograd and record no graph, so no gradient can flow through step(); "
+            "leave differentiable=False (write the update with differentiable ops on Tensors "
+            "to differentiate through it)")
 
 
 def mark_found_inf(grads, flag) -> None:
