@@ -196,7 +196,7 @@ def test_oneflow_clip_grad_method():
     ({"clip_grad_norm_type": 2.0}, "clip_grad_max_norm"),
     ({"clip_grad_max_norm": 0.0, "clip_grad_norm_type": 2.0}, "> 0"),
     ({"betas": (0.9, 0.99)}, "betas"),                           # Adam's, in an SGD group
-    ({"maximize": True}, "maximize"),
+    ({"amsgrad": True}, "amsgrad"),                               # Adam's, in an SGD group
     ({"do_bias_correction": False}, "do_bias_correction"),        # OneFlow's Adam
     ({"grad_centralization": True}, "grad_centralization"),       # MindSpore's groups
 ])
@@ -204,6 +204,15 @@ def test_group_keys_that_would_change_numbers_are_refused(group, match):
     w = mg.Parameter(np.zeros(2, np.float32))
     with pytest.raises(ValueError, match=match):
         SGD([{"params": [w], **group}], lr=0.1)
+
+
+def test_a_groups_maximize_is_honoured():
+    w, v = (mg.Parameter(np.zeros(2, np.float32)) for _ in range(2))
+    opt = SGD([{"params": [w], "maximize": True}, {"params": [v]}], lr=0.1)
+    w.grad, v.grad = mg.ones(2), mg.ones(2)
+    opt.step()
+    assert w.numpy().tolist() == pytest.approx([0.1, 0.1])    # ascends, as PyTorch's group
+    assert v.numpy().tolist() == pytest.approx([-0.1, -0.1])
 
 
 def test_free_form_and_harmless_group_keys_are_kept():

@@ -240,7 +240,9 @@ def _cpu_matmul(a, b):
 
 
 def clamp(x, lower=None, upper=None):
-    """``x`` limited to ``[lower, upper]`` (None: no bound) in x's dtype; NaN propagates.
+    """``x`` limited to ``[lower, upper]`` (None: no bound) in x's dtype; NaN propagates, and
+    ``x`` itself is kept where it equals a bound (``clamp(-0.0, 0)`` is -0.0, as PyTorch's):
+    NumPy's maximum/minimum return their second operand on ties, so ``x`` goes second.
 
     NumPy's vectorised maximum/minimum loops do not take a scalar operand: ``maximum(x, 0)`` is
     2x slower than ``maximum(x, zeros)`` (numpy 2.4, x86-64), so on the CPU the bound is written
@@ -256,13 +258,13 @@ def clamp(x, lower=None, upper=None):
         upper = None if upper is None else float(x.dtype.type(upper))
         return lowp_cpu.compute(lambda v: clamp(v, lower, upper), x)
     if xp is not np or x.size < 4096:
-        y = x if lower is None else xp.maximum(x, x.dtype.type(lower))
-        return y if upper is None else xp.minimum(y, x.dtype.type(upper))
+        y = x if lower is None else xp.maximum(x.dtype.type(lower), x)
+        return y if upper is None else xp.minimum(x.dtype.type(upper), y)
     y = x
     for bound, pick in ((lower, np.maximum), (upper, np.minimum)):
         if bound is not None:
             out = np.full(x.shape, bound, dtype=x.dtype)
-            y = pick(y, out, out=out)
+            y = pick(out, y, out=out)
     return y
 
 

@@ -237,10 +237,11 @@ def selection(f, x):
 
 
 def relu(x):
-    """``max(x, 0)`` of a float16/bfloat16 CPU array, as float32 computes it: negative numbers
-    and both zeros give +0, NaN propagates."""
-    # positive, +0, or a NaN of either sign
-    return keep(x, x.view(np.int16) > -(0x8000 - _INF_BITS[x.dtype]))
+    """``max(x, 0)`` of a float16/bfloat16 CPU array, as PyTorch's clamp computes it:
+    negative numbers give +0, both zeros and NaN stay."""
+    i = x.view(np.int16)
+    # positive, +0, a NaN of either sign, or -0 (0x8000) itself
+    return keep(x, (i > -(0x8000 - _INF_BITS[x.dtype])) | (i == -0x8000))
 
 
 def relu_grad(gy, y):

@@ -189,28 +189,36 @@ def run_backward(roots, grad_roots, *, retain_graph=False, create_graph=False,
         hooks = dispatch_hooks.get()
         while ready:
             fn = ready.pop()
-            grads = buffers.pop(fn, None) or [None] * fn.n_outputs
-            for i, g in enumerate(grads):
-                if g is None and fn.materialize_grads:
-                    shape, dtype = fn.out_meta[i] if fn.n_outputs > 1 else (None, None)
-                    grads[i] = Tensor._make(_zeros_like_meta(fn, shape, dtype), False, None, 0)
-            if hooks:
-                node_token = current_backward_node.set(fn)
-                try:
-                    gins = fn.backward(*grads)
-                finally:
-                    current_backward_node.reset(node_token)
+            grads = buffers.pop(fn, None)
+            if grads is None and fn.n_outputs == 1:
+                # Nothing reached the only output (the op after it returned no gradient, as
+                # sign's or a comparison's): its vector-Jacobian product is zero, which None
+                # stands for, so its inputs get none either (no zeros of an unknown shape).
+                gins = (None,) * len(fn.inputs)
             else:
-                gins = fn.backward(*grads)
-            if type(gins) is not tuple:
-                gins = (gins,)
-            if len(gins) != len(fn.inputs):
-                raise RuntimeError(
-                    f"op '{fn.name}' backward returned {len(gins)} gradients for "
-                    f"{len(fn.inputs)} inputs")
-            if hooks:
-                for hook in hooks:
-                    hook("backward", fn, tuple(grads), gins)
+                grads = grads or [None] * fn.n_outputs
+                for i, g in enumerate(grads):
+                    if g is None and fn.materialize_grads:
+                        shape, dtype = fn.out_meta[i]   # several outputs: their metadata
+                        grads[i] = Tensor._make(_zeros_like_meta(fn, shape, dtype), False,
+                                                None, 0)
+                if hooks:
+                    node_token = current_backward_node.set(fn)
+                    try:
+                        gins = fn.backward(*grads)
+                    finally:
+                        current_backward_node.reset(node_token)
+                else:
+                    gins = fn.backward(*grads)
+                if type(gins) is not tuple:
+                    gins = (gins,)
+                if len(gins) != len(fn.inputs):
+                    raise RuntimeError(
+                        f"op '{fn.name}' backward returned {len(gins)} gradients for "
+                        f"{len(fn.inputs)} inputs")
+                if hooks:
+                    for hook in hooks:
+                        hook("backward", fn, tuple(grads), gins)
             for x, need, g in zip(fn.inputs, fn.needs_input_grad, gins):
                 if not need:
                     continue

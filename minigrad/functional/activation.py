@@ -118,8 +118,8 @@ class LeakyReLUFunction(Function):
     def forward(self, x, negative_slope):
         self.save_for_backward(x)
         self.negative_slope = negative_slope
-        xp, zero = get_array_module(x), scalar_like(0, x)
-        return xp.maximum(x, zero) + xp.minimum(x, zero) * scalar_like(negative_slope, x)
+        # PyTorch's x > 0 ? x : x * slope: -0.0 stays -0.0 (max + min * slope gave +0.0)
+        return get_array_module(x).where(x > 0, x, x * scalar_like(negative_slope, x))
 
     def backward(self, gy):
         (x,) = self.saved_tensors
@@ -220,8 +220,9 @@ class PReLUFunction(Function):
                            x_shape=x.shape, weight_shape=w.shape)
         self.save_for_backward(x, w)
         wb = w.reshape(self._wshape(x, w))
-        xp, zero = get_array_module(x), scalar_like(0, x)
-        return xp.maximum(x, zero) + xp.minimum(x, zero) * wb
+        # PyTorch's x > 0 ? x : w * x: a positive x never meets its weight (an inf weight
+        # does not make it NaN), and -0.0 stays -0.0
+        return get_array_module(x).where(x > 0, x, x * wb)
 
     @staticmethod
     def _wshape(x, w):
@@ -231,13 +232,13 @@ class PReLUFunction(Function):
 
     def backward(self, gy):
         x, w = self.saved_tensors
-        pos = const((x._data > 0).astype(gy.dtype))
+        pos = const(x._data > 0)
         wb = w.reshape(self._wshape(x, w)) if w.size != 1 else w.reshape(())
         nx, nw = self.needs_input_grad
-        gx = gy * (pos + (1 - pos) * wb) if nx else None
+        gx = where(pos, gy, gy * wb) if nx else None   # selections: no 0 * inf
         gw = None
         if nw:
-            gw = gy * x * (1 - pos)
+            gw = where(pos, 0.0, gy * x)
             gw = gw.sum() if w.size == 1 else gw.sum(
                 tuple(i for i in range(x.ndim) if i != 1))
             gw = gw.reshape(w.shape)
@@ -420,15 +421,19 @@ class ELUFunction(Function):
         self.alpha, self.scale, self.input_scale = alpha, scale, input_scale
         z = wide(x)
         xp = get_array_module(z)
-        neg = xp.expm1(xp.minimum(z, 0) * input_scale) * alpha
-        y = xp.where(z > 0, z, neg)
+        # PyTorch's x <= 0 ? expm1(x * input_scale) * alpha : x: -0.0 gives -0.0, NaN takes
+        # the linear side (where() before expm1: no overflow on the positive side)
+        neg_side = z <= 0
+        neg = xp.expm1(xp.where(neg_side, z, 0) * input_scale) * alpha
+        y = xp.where(neg_side, neg, z)
         if scale != 1.0:
             y = y * scale
         return narrow(y, x.dtype)
 
     def backward(self, gy):
         (x,) = self.saved_tensors
-        pos = const(x._data > 0)  # x == 0 takes the exponential side, as in PyTorch
+        # x == 0 takes the exponential side and NaN the linear one, as in PyTorch (x <= 0)
+        pos = const(~(x._data <= 0))
         k = self.scale * self.alpha * self.input_scale
         if fast_backward():
             xd = wide(x._data)
@@ -481,7 +486,9 @@ class HardtanhFunction(Function):
 
     def backward(self, gy):
         (x,) = self.saved_tensors
-        keep = (x._data > self.min_val) & (x._data < self.max_val)  # 0 at the kinks (PyTorch)
+        # 0 at and beyond the kinks, gy elsewhere (NaN too): PyTorch's
+        # x <= min_val || x >= max_val ? 0 : gy
+        keep = ~((x._data <= self.min_val) | (x._data >= self.max_val))
         if fast_backward():
             return const(get_array_module(keep).where(keep, gy._data, scalar_like(0, gy._data)))
         return where(const(keep), gy, 0.0)
@@ -539,9 +546,9 @@ class HardswishFunction(Function):
 
     def backward(self, gy):
         (x,) = self.saved_tensors
-        # PyTorch: 0 for x <= -3, x / 3 + 1/2 inside, 1 for x >= 3
-        low, high = const(x._data <= -3), const(x._data >= 3)
-        return where(low, 0.0, where(high, gy, gy * (x * (1 / 3) + 0.5)))
+        # PyTorch: 0 for x <= -3, x / 3 + 1/2 inside (-3, 3), 1 otherwise (x >= 3 and NaN)
+        low, inside = const(x._data <= -3), const((x._data > -3) & (x._data < 3))
+        return where(low, 0.0, where(inside, gy * (x * (1 / 3) + 0.5), gy))
 
 
 def hardsigmoid(x: Tensor) -> Tensor:
@@ -588,7 +595,10 @@ class LogSigmoidFunction(Function):
     def forward(self, x):
         self.save_for_backward(x)
         z = wide(x)
-        return narrow(-_softplus_array(-z), x.dtype)
+        xp = get_array_module(z)
+        # PyTorch's min(x, 0) - log1p(exp(-|x|)): log(sigmoid(inf)) is +0.0 (-softplus(-x)
+        # gave -0.0)
+        return narrow(xp.minimum(z, 0) - xp.log1p(xp.exp(-xp.abs(z))), x.dtype)
 
     def backward(self, gy):
         (x,) = self.saved_tensors

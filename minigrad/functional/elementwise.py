@@ -35,6 +35,7 @@ from ._utils import (
     const,
     fast_backward,
     lift_scalar,
+    narrow,
     op_error,
     owned_for_backward,
     scalar_like,
@@ -161,9 +162,10 @@ class Div(Function):
     def backward(self, gy):
         a, b = self.saved_tensors
         na, nb = self.needs_input_grad
-        ga = gy / b
-        return (sum_to_shape(ga, shape_of(a)) if na else None,
-                sum_to_shape(-ga * a / b, shape_of(b)) if nb else None)
+        # d/db = -gy * (a / b / b), PyTorch's order: the quotients first (gy / b * a
+        # overflows where the gradient is representable, for a near the dtype's largest)
+        return (sum_to_shape(gy / b, shape_of(a)) if na else None,
+                sum_to_shape(-gy * (a / b / b), shape_of(b)) if nb else None)
 
 
 class Neg(Function):
@@ -416,12 +418,15 @@ class Maximum(Function):
         a, b = self.saved_tensors
         na, nb = self.needs_input_grad
         a_, b_ = getattr(a, "_data", a), getattr(b, "_data", b)
-        # Share of the gradient that goes to ``a``: 1 where it wins, 1/2 on ties (PyTorch).
-        wins = _binop(operator.gt if self._pick == "maximum" else operator.lt, a_, b_)
-        share = const(get_array_module(gy._data).asarray(wins + 0.5 * _binop(operator.eq, a_, b_),
-                                                        gy.dtype))
-        return (sum_to_shape(gy * share, a.shape) if na else None,
-                sum_to_shape(gy * (1 - share), b.shape) if nb else None)
+        # PyTorch's: half of gy to each on ties, none to the loser (a selection: an inf gy
+        # gives 0, not NaN), all of it to both where either is NaN (neither loses then).
+        xp = get_array_module(gy._data)
+        tie = _binop(operator.eq, a_, b_)
+        gy = gy * const(xp.asarray(xp.where(tie, 0.5, 1.0), dtype=gy.dtype))
+        lt, gt = _binop(operator.lt, a_, b_), _binop(operator.gt, a_, b_)
+        a_loses, b_loses = (lt, gt) if self._pick == "maximum" else (gt, lt)
+        return (sum_to_shape(where(const(a_loses), 0.0, gy), a.shape) if na else None,
+                sum_to_shape(where(const(b_loses), 0.0, gy), b.shape) if nb else None)
 
 
 class Minimum(Maximum):
@@ -444,9 +449,11 @@ class Clip(Function):
         if self.upper is not None:
             below = _binop(operator.le, x, self.upper)
             keep = below if keep is None else keep & below
+        # a selection, as PyTorch's: an inf gradient at a clamped element gives 0, not NaN
         if fast_backward():
-            return const(gy._data * keep)
-        return gy * const(keep.astype(gy.dtype))
+            xp = get_array_module(gy._data)
+            return const(xp.where(keep, gy._data, scalar_like(0, gy._data)))
+        return where(const(keep), gy, 0.0)
 
 
 class Where(Function):
@@ -533,8 +540,20 @@ def where(cond, a, b) -> Tensor:
 
 
 # --------------------------------------------------------------------------- fused (promote)
-_AddCMul = composite("addcmul", lambda x, t1, t2, value: x + value * (t1 * t2))
-_AddCDiv = composite("addcdiv", lambda x, t1, t2, value: x + value * (t1 / t2))
+def _fused(name, combine):
+    def impl(x, t1, t2, value):
+        # t1 and t2 meet at the output's shape, as in PyTorch's fused kernel: the gradient of a
+        # broadcast one is then the sum of gy * the other over the output, so an empty output
+        # gives 0 (their product at a smaller shape took 0 * inf = NaN there).
+        shape = broadcast_shape(name, *(getattr(t, "shape", ()) for t in (x, t1, t2)))
+        t1, t2 = (t.broadcast_to(shape) if isinstance(t, Tensor) and t.shape != shape else t
+                  for t in (t1, t2))
+        return x + value * combine(t1, t2)
+    return composite(name, impl)
+
+
+_AddCMul = _fused("addcmul", lambda t1, t2: t1 * t2)
+_AddCDiv = _fused("addcdiv", lambda t1, t2: t1 / t2)
 # The inner ops already promote; the attribute makes Function.apply explain a broadcast failure
 # as addcmul/addcdiv with the caller's three shapes, not as the inner mul/div.
 _AddCMul.promote = _AddCDiv.promote = "common"
@@ -696,8 +715,10 @@ class Trunc(_Rounding):
 class Round(_Rounding):
     name = "round"
     # rint rounds half to even, as PyTorch; with decimals both scale by 10**decimals, round
-    # half to even and scale back.
-    f = staticmethod(lambda xp, x, d: xp.rint(x) if d == 0 else xp.round(x, d))
+    # half to even and scale back, float16/bfloat16 in float32 as PyTorch's opmath (6e4 * 100
+    # overflows float16).
+    f = staticmethod(lambda xp, x, d: xp.rint(x) if d == 0 else narrow(xp.round(wide(x), d),
+                                                                        x.dtype))
 
 
 def _rounding(cls, x, decimals=0):
@@ -805,11 +826,12 @@ class Hypot(Function):
     def backward(self, gy):
         a, b, y = self.saved_tensors
         na, nb = self.needs_input_grad
-        # a / y and b / y; 0 at the origin (norm's subgradient there) instead of PyTorch's
-        # 0/0 = NaN, which would make a GradScaler skip every step.
-        r = gy / where(const(y._data == 0), math.inf, y)
-        return (sum_to_shape(r * a, shape_of(a)) if na else None,
-                sum_to_shape(r * b, shape_of(b)) if nb else None)
+        # gy * a / y and gy * b / y, in PyTorch's order (gy / y first overflows for a tiny y:
+        # inf * a); 0 at the origin (norm's subgradient there) instead of PyTorch's 0/0 = NaN,
+        # which would make a GradScaler skip every step.
+        safe = where(const(y._data == 0), math.inf, y)
+        return (sum_to_shape(gy * a / safe, shape_of(a)) if na else None,
+                sum_to_shape(gy * b / safe, shape_of(b)) if nb else None)
 
 
 def _refuse_bool_pair(op, a, b):
@@ -870,14 +892,17 @@ class Lerp(Function):
         # formula, exact at weight 0 and at weight 1.
         s, e = wide(start), wide(end)
         diff = e - s
-        if hasattr(weight, "dtype"):
-            w = wide(weight)
-            y = xp.where(xp.abs(w) < 0.5, s + w * diff, e - diff * (1 - w))
-        elif abs(weight) < 0.5:
-            y = s + weight * diff
-        else:
-            y = e - diff * (1 - weight)
-        return y.astype(dtype, copy=False)
+        w = wide(weight) if hasattr(weight, "dtype") else weight
+        low = s + w * diff
+        if not hasattr(weight, "dtype") and abs(weight) < 0.5:
+            return low.astype(dtype, copy=False)
+        near_start = xp.abs(w) < 0.5
+        high = e - diff * (1 - w)
+        # diff * (1 - w) may overflow where the result does not (end near the dtype's largest,
+        # weight < 0.5): there the start-side formula is finite (PyTorch's fused multiply-add
+        # gives it too). A diff or end that is itself inf keeps PyTorch's answer.
+        near_start = near_start | (xp.isinf(high) & xp.isfinite(diff) & xp.isfinite(e))
+        return xp.where(near_start, low, high).astype(dtype, copy=False)
 
     def backward(self, gy):
         start, end, weight = self.saved_tensors

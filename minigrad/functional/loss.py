@@ -406,8 +406,9 @@ class MseLoss(_Pointwise):
         # Written with ops (not arrays) so gradient penalties -- grad(..., create_graph=True)
         # on an MSE loss, as in the seeds -- can differentiate it a second time.
         x, t = self.saved_tensors
-        d = (x.astype(gy.dtype) - t.astype(gy.dtype)) * 2.0
-        g = d * (gy / self.denom if self.reduction == "mean" else gy)
+        d = x.astype(gy.dtype) - t.astype(gy.dtype)
+        # the factor 2 / N first, as PyTorch's (2 * d overflows for d near the dtype's largest)
+        g = d * (gy * (2.0 / self.denom) if self.reduction == "mean" else gy * 2.0)
         need_x, need_t = self.needs_input_grad
         return (sum_to_shape(g, x.shape) if need_x else None,
                 sum_to_shape(-g, t.shape) if need_t else None)
@@ -456,11 +457,13 @@ class BinaryCrossEntropy(_Pointwise):
         xp = get_array_module(p)
         if host_checks(xp):  # PyTorch raises too; out-of-range values give a meaningless loss
             for what, v in (("input", p), ("target", t)):
-                if v.size and bool(((v < 0) | (v > 1)).any()):
+                # NaN is out of range too, as in PyTorch's check (0 <= v <= 1)
+                if v.size and not bool(((v >= 0) & (v <= 1)).all()):
                     raise op_error("binary_cross_entropy", f"{what} values must be in [0, 1] "
                                    "(probabilities); for logits use "
                                    "binary_cross_entropy_with_logits",
-                                   **{f"{what}_min": v.min(), f"{what}_max": v.max()})
+                                   **{f"{what}_min": xp.nanmin(v), f"{what}_max": xp.nanmax(v),
+                                      "NaN": bool(xp.isnan(v).any())})
         logp, log1mp = self._logs(p)
         loss = -(t * logp + (1.0 - t) * log1mp)
         if not host_checks(xp):  # GPU: out-of-range values give NaN, as _targets explains
@@ -503,7 +506,9 @@ class BinaryCrossEntropyWithLogits(_Pointwise):
         pw = None if pos_weight is None else pos_weight.astype(x.dtype)
         gx = gt = None
         if needs[0]:
-            sig_neg = xp.exp(-(sp + x))  # sigmoid(-x) without overflow: sp + x = softplus(x)
+            # sigmoid(-x) = exp(-softplus(x)) without overflow; softplus(x) taken directly
+            # (sp + x is inf - inf = NaN at x = -inf)
+            sig_neg = xp.exp(-(xp.log1p(xp.exp(-xp.abs(x))) + xp.maximum(x, 0.0)))
             lw = 1.0 if pw is None else 1.0 + (pw - 1.0) * t
             gx = (1.0 - t) - lw * sig_neg
         if needs[1]:
@@ -522,8 +527,9 @@ class KlDiv(_Pointwise):
         xp = get_array_module(x)
         if log_target:
             return xp.exp(t) * (t - x)
-        pos = t > 0
-        return xp.where(pos, t * xp.log(xp.where(pos, t, 1.0)), 0.0) - t * x
+        # PyTorch's xlogy(t, t) - t * x: 0 at t == 0, NaN for a negative target
+        zero = t == 0
+        return xp.where(zero, 0.0, t * xp.log(xp.where(zero, 1.0, t))) - t * x
 
     def _grad(self, x, t, needs, log_target):
         xp = get_array_module(x)
@@ -533,7 +539,7 @@ class KlDiv(_Pointwise):
         if log_target:
             et = xp.exp(t)
             return -xp.broadcast_to(et, shape), et * (t - x + 1.0)
-        return -xp.broadcast_to(t, shape), xp.log(xp.where(t > 0, t, 1.0)) + 1.0 - x
+        return -xp.broadcast_to(t, shape), xp.log(xp.where(t == 0, 1.0, t)) + 1.0 - x
 
 
 def _check_shapes(op, input, target):

@@ -17,7 +17,7 @@ from ..core.tensor import Tensor
 from ._composite import composite
 from ._utils import broadcast_shape, const, op_error
 from .activation import relu, softplus
-from .elementwise import maximum, minimum, where
+from .elementwise import clip, minimum, where
 from .reduction import norm
 from .transcendental import exp as _exp
 from .transcendental import log
@@ -75,7 +75,9 @@ def _huber_impl(x, y, reduction, delta):
     x, y = _wide(x), _wide(y)
     d = x - y
     a = d.abs()
-    loss = where(const(a._data < delta), 0.5 * d * d, delta * (a - 0.5 * delta))
+    small = const(a._data < delta)
+    dq = where(small, d, 0.0)  # the square only where it is taken: no 0 * inf in backward
+    loss = where(small, 0.5 * dq * dq, delta * (a - 0.5 * delta))
     return _reduce(loss, reduction)
 
 
@@ -126,10 +128,16 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full
 
 
 # ----------------------------------------------------------------------------- margins
+def _hinge(z):
+    """``max(z, 0)`` as PyTorch's margin losses take it (``clamp_min``): the gradient passes
+    at 0 itself and stops at NaN (relu's passes NaN and stops at 0)."""
+    return clip(z, lower=0.0)
+
+
 def _hinge_impl(x, y, margin, reduction):
     x = _wide(x)
     yd = y._data
-    loss = where(const(yd != 1), relu(margin - x), 0.0) + where(const(yd != -1), x, 0.0)
+    loss = where(const(yd != 1), _hinge(margin - x), 0.0) + where(const(yd != -1), x, 0.0)
     return _reduce(loss, reduction)
 
 
@@ -148,7 +156,7 @@ def hinge_embedding_loss(input: Tensor, target, margin: float = 1.0,
 
 def _ranking_impl(x1, x2, y, margin, reduction):
     x1, x2, y = _wide(x1), _wide(x2), _wide(y)
-    return _reduce(relu(-y * (x1 - x2) + margin), reduction)
+    return _reduce(_hinge(-y * (x1 - x2) + margin), reduction)
 
 
 _MarginRanking = composite("margin_ranking_loss", _ranking_impl)
@@ -282,7 +290,7 @@ def _triplet_impl(a, pos, neg, margin, p, eps, swap, reduction):
     d_neg = _pairwise(a, neg, p, eps)
     if swap:
         d_neg = minimum(d_neg, _pairwise(pos, neg, p, eps))
-    return _reduce(relu(d_pos - d_neg + margin), reduction)
+    return _reduce(_hinge(d_pos - d_neg + margin), reduction)
 
 
 _TripletMargin = composite("triplet_margin_loss", _triplet_impl)
@@ -310,7 +318,7 @@ def _cos_embed_impl(x1, x2, y, margin, reduction):
     cos = dot / (((x1 * x1).sum(axis=-1) + eps) * ((x2 * x2).sum(axis=-1) + eps)) ** 0.5
     yd = y._data
     loss = where(const(yd == 1), 1.0 - cos, 0.0) + where(const(yd == -1),
-                                                          maximum(cos - margin, 0.0), 0.0)
+                                                          _hinge(cos - margin), 0.0)
     return _reduce(loss, reduction)
 
 

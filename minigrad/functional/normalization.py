@@ -268,8 +268,12 @@ def group_norm(x: Tensor, num_groups: int, weight: Tensor | None = None,
 def _renorm_impl(x, p, axis, maxnorm):
     others = tuple(i for i in range(x.ndim) if i != axis)
     n = norm(x, ord=p, axis=others, keepdims=True)
-    # PyTorch's formula: slices above maxnorm are scaled by maxnorm / (norm + 1e-7).
-    scale = where(const(n._data > maxnorm), maxnorm / (n + 1e-7), 1.0)
+    # PyTorch's formula: slices above maxnorm are scaled by maxnorm / (norm + 1e-7); the
+    # others (a NaN norm too) are kept as they are, and so is their gradient: their norm is
+    # taken of zeros (a NaN norm's gradient, 0 * NaN, would leak into them otherwise).
+    big = const(n._data > maxnorm)
+    n = norm(where(big, x, 0.0), ord=p, axis=others, keepdims=True)
+    scale = where(big, maxnorm / (n + 1e-7), 1.0)
     return x * scale
 
 

@@ -144,11 +144,15 @@ class Std(Var):
 
     def backward(self, gy):
         x, y = self.saved_tensors
+        # In float64, as the forward: a float32 mean of values near the largest overflows
+        # (x - mean would be -inf where the std, and its gradient, are representable).
         # A zero std (one element, a constant slice) has the subgradient 0, as in PyTorch: not
         # 0/0 = NaN, which would make a GradScaler skip every step.
-        safe = _where(const(y._data == 0), math.inf, y)
-        g = _expand_grad(gy / safe, self.in_shape, self.axes, self.keepdims)
-        return g * self._centered(x) * (1.0 / self.denom if self.denom > 0 else math.nan)
+        safe = _where(const(y._data == 0), math.inf, y.astype(float64))
+        g = _expand_grad(gy.astype(float64) / safe, self.in_shape, self.axes, self.keepdims)
+        gx = g * self._centered(x.astype(float64)) * (
+            1.0 / self.denom if self.denom > 0 else math.nan)
+        return gx.astype(x.dtype)
 
 
 def _move_to_end(x, axes):
@@ -284,6 +288,8 @@ class Prod(Function):
     def backward(self, gy):
         x, y = self.saved_tensors
         g = _expand_grad(gy, self.in_shape, self.axes, self.keepdims)
+        if _count(self.in_shape, self.axes) == 1:
+            return g  # a product of one element is that element (y / x is NaN at inf, NaN)
         xp = get_array_module(x._data)
         if not bool(xp.any(x._data == 0)):
             return g * _expand_grad(y, self.in_shape, self.axes, self.keepdims) / x
@@ -329,7 +335,8 @@ class Norm(Function):
             flat, _ = _move_to_end(z, self.axes)
             self.idx = xp.argmax(flat, axis=-1)
             y = xp.max(z, axis=self.axes, keepdims=keepdims)
-        elif ord == 1:
+        elif ord == 1 or _count(x.shape, self.axes) == 1:
+            # one element: its magnitude, as PyTorch's (its square over- or underflows)
             y = xp.sum(z, axis=self.axes, keepdims=keepdims)
         elif ord == 2:
             y = xp.sqrt(xp.sum(z * z, axis=self.axes, keepdims=keepdims))
@@ -350,14 +357,17 @@ class Norm(Function):
             mask = _first_hit_mask(x._data, self.axes, self.idx)
             return g * const((xp.sign(x._data) * mask).astype(gy.dtype))
         ye = _expand_grad(y, self.in_shape, self.axes, self.keepdims)
-        # At y == 0 every x is 0: use the subgradient 0 rather than 0/0 = nan.
-        safe = _where(const(ye._data > 0), ye, 1.0)
+        # At y == 0 every x is 0: use the subgradient 0 rather than 0/0 = nan (a NaN norm
+        # keeps its NaN gradient, as PyTorch's). x / y is at most 1 in magnitude: dividing
+        # first neither overflows (g / y) nor underflows (g * x).
+        safe = _where(const(ye._data == 0), 1.0, ye)
         if self.ord == 2:
-            return g * x / safe
+            return g * (x / safe)
         p = self.ord
-        # p < 1: |x|^(p-1) is inf at x == 0, where sgn is 0: the subgradient there is 0 (PyTorch)
-        ax = _abs(x) if p >= 1 else _where(const(x._data == 0), 1.0, _abs(x))
-        return g * sgn * _pow(ax, p - 1) / _pow(safe, p - 1)
+        r = _abs(x) / safe
+        if p < 1:  # r^(p-1) is inf at x == 0, where sgn is 0: the subgradient there is 0
+            r = _where(const(x._data == 0), 1.0, r)
+        return g * sgn * _pow(r, p - 1)
 
 
 def sum(x: Tensor, axis=None, keepdims: bool = False) -> Tensor:

@@ -50,6 +50,8 @@ class CumProd(Function):
 
     def backward(self, gy):
         x, y = self.saved_tensors
+        if x.shape[self.axis] == 1:
+            return gy  # each product is of one element (y / x is NaN at inf and NaN)
         xp = get_array_module(x._data)
         if not bool(xp.any(x._data == 0)):
             # d y_j / d x_i = y_j / x_i for j >= i: a suffix sum of gy * y, divided by x.

@@ -404,7 +404,7 @@ def _erfinv_array(x):
         err = erf_array(y) - a
         y = y - err / (2.0 / math.sqrt(math.pi) * xp.exp(-y * y) + 1e-300)
     y = xp.where(a >= 1.0, xp.inf, y)
-    y = xp.where(xp.abs(z) > 1.0, xp.nan, xp.sign(z) * y)
+    y = xp.where(xp.abs(z) > 1.0, xp.nan, xp.copysign(y, z))  # odd: erfinv(-0.0) is -0.0
     return xp.where(xp.isnan(z), xp.nan, y)
 
 
