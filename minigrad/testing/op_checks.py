@@ -135,7 +135,8 @@ def _strided(a):
 
 
 def _values_and_grads(fn, arrays):
-    xs = [Tensor(a, requires_grad=True) for a in arrays]
+    # copy=False: the leaves hold the arrays as given (a view stays a view; Tensor() copies)
+    xs = [Tensor(a, requires_grad=True, copy=False) for a in arrays]
     manual_seed(0)  # random ops (dropout) draw the same mask for both layouts
     out = fn(*xs)
     outs = [o for o in (out if isinstance(out, (tuple, list)) else (out,))
