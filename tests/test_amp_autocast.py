@@ -2,7 +2,6 @@
 cache, and backward replaying the forward dtypes (invariant 5)."""
 
 import importlib
-import timeit
 import warnings
 
 import numpy as np
@@ -305,7 +304,10 @@ def test_every_row_names_an_op():
     assert dead == [], f"policy rows no op runs as: {dead}"
 
 
-def test_passthrough_overhead_is_small():
+def test_passthrough_ops_touch_nothing():
+    """A pass-through op (relu) and a promote op on inputs of one dtype (add) get their inputs
+    back as the same tuple, with no cast and no new tensor: the per-op cost is a dict lookup
+    (measured in benchmarks/overhead.py, not asserted here)."""
     pol = autocast_mod.make_policy(f16, f32, None)
     x = (mg.ones(16, 16), mg.ones(16, 16))
 
@@ -316,9 +318,9 @@ def test_passthrough_overhead_is_small():
         name = "add"
 
     for cls in (Relu, Add):
-        per_call = min(timeit.repeat(lambda c=cls: pol.cast_inputs(c, x), number=20000,
-                                     repeat=5)) / 20000
-        assert per_call < 1e-6, f"{cls.name}: {per_call * 1e6:.2f} us per op"
+        with _CastCounter() as cc:
+            inputs, _, reason = pol.cast_inputs(cls, x)
+        assert inputs is x and reason is None and cc.n == 0, cls.name
 
 
 # ----------------------------------------------------------------------------- cast cache
