@@ -209,10 +209,27 @@ ORACLE = {
         "roll").split()},
     **{n: getattr(TF, n) for n in (
         "elu celu selu relu6 hardtanh hardsigmoid hardswish mish logsigmoid normalize").split()},
+    **{n: getattr(TF, n) for n in (
+        "softsign tanhshrink softshrink hardshrink threshold glu rrelu").split()},
+    **{n: getattr(TF, n) for n in (
+        "pairwise_distance rms_norm dropout1d dropout2d dropout3d "
+        "alpha_dropout feature_alpha_dropout").split()},
+    **{n: getattr(TF, n) for n in (
+        "max_pool3d avg_pool3d lp_pool1d lp_pool2d lp_pool3d adaptive_avg_pool1d "
+        "adaptive_avg_pool3d adaptive_max_pool1d adaptive_max_pool3d max_unpool1d max_unpool2d "
+        "max_unpool3d").split()},
+    **{n: getattr(TF, n) for n in (
+        "gaussian_nll_loss multilabel_soft_margin_loss triplet_margin_with_distance_loss "
+        "channel_shuffle").split()},
+    "embedding_bag": TF.embedding_bag,
     "softmin": lambda x, axis=-1: TF.softmin(x, dim=axis),
     "flip": lambda x, axis=None: torch.flip(
         x, tuple(range(x.ndim)) if axis is None else (axis,) if isinstance(axis, int) else axis),
     "take_along_axis": torch.take_along_dim, "index_add": torch.index_add,
+    # PyTorch's pixel_unshuffle returns an empty input unchanged (its shape too): compared
+    # with the shape it should have
+    "pixel_unshuffle": lambda x, r: TF.pixel_unshuffle(x, r) if x.numel() else x.reshape(
+        *x.shape[:-3], x.shape[-3] * r * r, x.shape[-2] // r, x.shape[-1] // r),
     "max_pool1d": TF.max_pool1d, "avg_pool1d": TF.avg_pool1d,
     "adaptive_max_pool2d": TF.adaptive_max_pool2d, "pixel_shuffle": TF.pixel_shuffle,
     "instance_norm": TF.instance_norm, "local_response_norm": TF.local_response_norm,
@@ -254,20 +271,24 @@ ORACLE = {
 # Ops of the table with no PyTorch counterpart to compare with: op -> why.
 NOT_MAPPED: dict = {}
 # Samples whose values are random draws: only raise-vs-raise, shapes and dtypes are compared.
-RANDOM = {("dropout", "p05"): "each call draws its own mask (minigrad's generator is not "
-                              "PyTorch's)"}
+RANDOM = {(op, "p05"): "each call draws its own mask (minigrad's generator is not "
+                       "PyTorch's)"
+          for op in ("dropout dropout1d dropout2d dropout3d alpha_dropout "
+                     "feature_alpha_dropout").split()}
 _LOSSES = frozenset(
     "mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy kl_div soft_margin_loss "
     "binary_cross_entropy_with_logits margin_ranking_loss cross_entropy nll_loss "
     "poisson_nll_loss hinge_embedding_loss triplet_margin_loss cosine_embedding_loss "
     "multilabel_margin_loss multi_margin_loss nn.cross_entropy nn.binary_cross_entropy "
-    "nn.square_loss".split())
+    "nn.square_loss gaussian_nll_loss multilabel_soft_margin_loss "
+    "triplet_margin_with_distance_loss".split())
 _RESAMPLING = frozenset("interpolate nn.interpolate upsample upsample_nearest upsample_linear "
                         "upsample_bilinear upsample_bicubic upsample_trilinear "
                         "grid_sample".split())
 _FLOAT_ON_INTEGERS = frozenset(
     "mean gelu silu softplus prelu addcdiv huber_loss soft_margin_loss softmax log_softmax "
-    "hinge_embedding_loss multilabel_margin_loss multi_margin_loss".split()) | _RESAMPLING
+    "hinge_embedding_loss multilabel_margin_loss multi_margin_loss gaussian_nll_loss".split()
+) | _RESAMPLING
 _SCALED_PRODUCTS = frozenset("addcmul addmm addmv addr baddbmm addbmm hinge_embedding_loss "
                              "multilabel_margin_loss multi_margin_loss".split())
 _INTEGERS = (np.int64, np.int32)
@@ -295,6 +316,11 @@ DEVIATIONS = [
     ({"local_response_norm"}, (np.float16, _BF16), "raises", "float16 or bfloat16 input of 4 "
      "or more dimensions is computed (in float32); PyTorch's CPU kernel (avg_pool3d) refuses "
      "Half and BFloat16"),
+    ({"avg_pool3d", "lp_pool3d"}, (np.float16, _BF16), "raises",
+     "float16 and bfloat16 are computed (in float32); PyTorch's CPU avg_pool3d refuses them"),
+    ({"max_pool3d", "avg_pool3d", "adaptive_avg_pool1d"}, _NON_FLOAT, "refuses",
+     "integer or bool input is refused as float-only (a max pool pads with -inf, an average "
+     "is a float); PyTorch pools integers"),
     ({"pdist", "cdist", "multilabel_margin_loss", "ctc_loss"}, (np.float16, _BF16), "raises",
      "float16 and bfloat16 are computed (in float32); PyTorch's CPU kernels refuse them"),
     (_SCALED_PRODUCTS, _NON_FLOAT, "raises", "integer tensors with a float scale factor are "
@@ -339,6 +365,9 @@ EXACT = {
 BROKEN_BACKWARD = {
     ("pixel_shuffle", "empty"): "PyTorch's backward of an empty input returns a gradient of "
                                 "the output's shape and raises",
+    ("max_unpool2d", "base"): "PyTorch's backward of a non-contiguous (transposed) input "
+                              "views its gradient with view() and raises (\"view size is not "
+                              "compatible\")",
 }
 # Where PyTorch's gradient is another function's, why: op -> reason (values still compared).
 OTHER_GRADIENT = {

@@ -188,6 +188,16 @@ VARIANT_DEVIATIONS: list = [
     ({"hardtanh", "relu6"}, ("nan@float64", "all@float64"), "gradient",
      "PyTorch's float64 kernel gives 0 at NaN where its float32 one and its formula "
      "(x <= min or x >= max ? 0 : g) pass the gradient; minigrad passes it in both"),
+    ({"softshrink", "hardshrink"}, ("nan", "all"), "gradient",
+     "PyTorch's vectorised loop gives 0 at NaN where its scalar (tail) loop and its formula "
+     "(-lambd <= x <= lambd ? 0 : g) pass the gradient, so its answer depends on the "
+     "element's position; minigrad passes it everywhere"),
+    ({"softshrink"}, ("nan", "inf", "-inf", "huge", "tiny", "-0", "all"), "zero sign",
+     "softshrink is +0 on [-lambd, lambd], as PyTorch's vectorised loop; its scalar (tail) "
+     "loop gives x * 0 = -0 for negative x there, so its sign depends on the position"),
+    ({"rms_norm"}, ("huge",), "gradient where PyTorch's is not finite",
+     "an element of 3e38 under a mean square that overflows: minigrad's gradient is 0 (the "
+     "output 0 times 0), PyTorch's inf * 0 = NaN"),
     ({"copysign"}, ("inf", "-inf", "all"), "gradient where PyTorch's is not finite",
      "d/dx copysign(x, y) is +-1 at x = +-inf; PyTorch's (copysign(x, y) / x) is inf/inf = NaN"),
     ({"hypot"}, ("-0", "all"), "gradient where PyTorch's is not finite",

@@ -4,7 +4,8 @@ Families live one per file, each named for what it holds: ``elementwise`` (arith
 comparison), ``transcendental`` (exp/log, trigonometric, erf), ``activation``, ``matmul``
 (products and contractions), ``reduction`` (with the norms), ``sorting`` (sort, topk,
 median...), ``shape``, ``scan``, ``conv``,
-``conv_nd``, ``pooling``, ``upsample``, ``sampling``, ``normalization``, ``dropout``, ``sparse``
+``conv_nd``, ``pooling``, ``pooling_nd``, ``upsample``, ``sampling``, ``normalization``,
+``dropout``, ``sparse``
 (embedding), ``attention``, ``recurrent``, ``loss``, ``loss_margin``, ``distance``. Private
 modules (``_utils``, ``_axes``, ``_composite``, ``_array_backward``, ``_conv_kernels``) are shared
 helpers; families import each other at module top and never in a cycle.
@@ -29,6 +30,7 @@ from .loss_margin import *
 from .matmul import *
 from .normalization import *
 from .pooling import *
+from .pooling_nd import *
 from .recurrent import *
 from .reduction import *
 from .sampling import *

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import math
 
-from .._backend import get_array_module, kernels
+from .._backend import device_of, get_array_module, kernels
+from .._backend import random as _random
+from .._backend.dtypes import float32
 from ..core.function import Function
 from ..core.tensor import Tensor
 from ..core.cast import cast
@@ -22,12 +24,16 @@ from ._axes import check_axis, one_of
 from ._utils import (
     acc_dtype, check_floating, const, fast_backward, narrow, op_error, scalar_like, wide,
 )
+from ._composite import composite
+from .elementwise import abs as _abs
 from .elementwise import where
+from .shape import concat, split
 from .transcendental import erf, erf_array, exp
 
-__all__ = ["celu", "elu", "gelu", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu",
-           "log_softmax", "logsigmoid", "mish", "prelu", "relu", "relu6", "selu", "sigmoid",
-           "silu", "softmax", "softmin", "softplus", "tanh"]
+__all__ = ["celu", "elu", "gelu", "glu", "hardshrink", "hardsigmoid", "hardswish", "hardtanh",
+           "leaky_relu", "log_softmax", "logsigmoid", "mish", "prelu", "relu", "relu6", "rrelu",
+           "selu", "sigmoid", "silu", "softmax", "softmin", "softplus", "softshrink", "softsign",
+           "tanh", "tanhshrink", "threshold"]
 
 
 # --------------------------------------------------------------------------- array forms
@@ -618,3 +624,109 @@ def logsigmoid(x: Tensor) -> Tensor:
     """``log(sigmoid(x)) = -softplus(-x)``, computed without overflow (floating input only)."""
     check_floating("logsigmoid", x)
     return LogSigmoidFunction.apply(x)
+
+
+# --------------------------------------------------------------------------- composites
+# Layers' formulas as PyTorch's functional forms: each one Function (one policy row, see
+# ``_composite``) whose gradient and autocast behaviour come from the ops of its formula.
+def _no_bool(op, x):
+    if x.dtype.kind == "b":
+        raise op_error(op, "bool input is not supported (as in PyTorch); cast it first",
+                       shape=x.shape)
+
+
+_Softsign = composite("softsign", lambda x: x / (_abs(x) + 1))
+_Tanhshrink = composite("tanhshrink", lambda x: x - tanh(x))
+_Softshrink = composite("softshrink", lambda x, lambd: where(
+    (x >= -lambd) & (x <= lambd), 0.0, where(x > 0, x - lambd, x + lambd)))
+_Hardshrink = composite("hardshrink", lambda x, lambd: where(
+    (x >= -lambd) & (x <= lambd), 0.0, x))
+_Threshold = composite("threshold", lambda x, threshold, value: where(
+    x <= threshold, value, x))
+
+
+class GLUFunction(Function):
+    name = "glu"
+
+    def forward(self, x, dim):
+        self.save_for_backward(x)
+        self.dim = dim
+        xp = get_array_module(x)
+        a, b = xp.split(x, 2, axis=dim)
+        return narrow(wide(a) * sigmoid_array(wide(b)), x.dtype)
+
+    def backward(self, gy):
+        (x,) = self.saved_tensors
+        a, b = split(x, 2, axis=self.dim)
+        s = sigmoid(b)
+        # PyTorch's order: s * (1 - s) first, so a huge ``a`` under a saturated gate gives 0
+        # (not gy * a = inf times 0)
+        return concat([gy * s, s * (1 - s) * gy * a], axis=self.dim)
+
+
+def softsign(input: Tensor) -> Tensor:  # noqa: A002
+    """``x / (1 + |x|)``; an integer input gives a float result (PyTorch)."""
+    _no_bool("softsign", input)
+    return _Softsign.apply(input, kw={})
+
+
+def tanhshrink(input: Tensor) -> Tensor:  # noqa: A002
+    """``x - tanh(x)``; an integer input gives a float result (PyTorch)."""
+    _no_bool("tanhshrink", input)
+    return _Tanhshrink.apply(input, kw={})
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, 0 on ``[-lambd, lambd]``
+    (gradient 0 there, NaN passes through, as PyTorch's). Floating input only."""
+    check_floating("softshrink", input)
+    if not lambd >= 0:
+        raise op_error("softshrink", "lambd must be >= 0", lambd=lambd)
+    return _Softshrink.apply(input, kw={"lambd": float(lambd)})
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
+    """``x`` where ``|x| > lambd``, else 0 (gradient 0 on ``[-lambd, lambd]``, NaN passes
+    through, as PyTorch's). Floating input only."""
+    check_floating("hardshrink", input)
+    return _Hardshrink.apply(input, kw={"lambd": float(lambd)})
+
+
+def threshold(input: Tensor, threshold: float, value: float,  # noqa: A002
+              inplace: bool = False) -> Tensor:
+    """``value`` where ``x <= threshold``, else ``x`` (NaN passes through). An integer tensor
+    keeps its dtype (``threshold`` and ``value`` truncated, as PyTorch). ``inplace`` is
+    accepted for PyTorch compatibility; the result is always a new tensor."""
+    _no_bool("threshold", input)
+    if input.dtype.kind in "iu":
+        threshold, value = int(threshold), int(value)
+    return _Threshold.apply(input, kw={"threshold": threshold, "value": value})
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:  # noqa: A002
+    """Gated linear unit: ``a * sigmoid(b)``, ``a`` and ``b`` the halves of ``input`` along
+    ``dim`` (whose size must be even). Floating input only."""
+    check_floating("glu", input)
+    if input.ndim == 0:
+        raise op_error("glu", "glu does not support scalars because halving size must be even")
+    dim = check_axis(dim, input.ndim, "glu")
+    if input.shape[dim] % 2:
+        raise op_error("glu", f"halving dimension must be even, but dimension {dim} is size "
+                       f"{input.shape[dim]}", shape=input.shape)
+    return GLUFunction.apply(input, dim=dim)
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noqa: A002
+          training: bool = False, inplace: bool = False) -> Tensor:
+    """Randomised leaky ReLU: in training each negative element gets a slope drawn from
+    ``U(lower, upper)``; otherwise the slope is ``(lower + upper) / 2`` (``leaky_relu``).
+    ``inplace`` is accepted for PyTorch compatibility. Floating input only."""
+    check_floating("rrelu", input)
+    if not lower <= upper:
+        raise op_error("rrelu", f"lower ({lower}) must not exceed upper ({upper})")
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2)
+    gen = _random.generator(device_of(input._data))
+    slope = gen.random(input.shape, dtype=float32) * (upper - lower) + lower
+    slope = const(slope.astype(input.dtype))
+    return where(input > 0, input, input * slope)

@@ -12,9 +12,9 @@ import numpy as np
 from ..core.tensor import Tensor
 from ._composite import composite
 from ._utils import check_floating, const, op_error
-from .reduction import norm, norm_order
+from .reduction import norm, norm_order, vector_norm
 
-__all__ = ["cdist", "dist", "pdist"]
+__all__ = ["cdist", "dist", "pairwise_distance", "pdist"]
 
 
 def _cdist_impl(x1, x2, p):
@@ -67,3 +67,15 @@ def dist(input: Tensor, other: Tensor, p=2.0) -> Tensor:
     if not isinstance(other, Tensor):
         other = const(np.asarray(other, dtype=input.dtype))
     return _Dist.apply(input, other, kw={"p": p})
+
+
+_PairwiseDistance = composite("pairwise_distance", lambda x1, x2, p, eps, keepdim: vector_norm(
+    x1 - x2 + eps, p, dim=-1, keepdim=keepdim))
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
+                      keepdim: bool = False) -> Tensor:
+    """The ``p``-norm of ``x1 - x2 + eps`` over the last axis (PyTorch's formula: ``eps``
+    keeps the gradient finite at equal rows); ``x1`` and ``x2`` broadcast. Integer input
+    gives a float32 result (PyTorch)."""
+    return _PairwiseDistance.apply(x1, x2, kw={"p": p, "eps": eps, "keepdim": keepdim})

@@ -16,16 +16,18 @@ from .._backend.dtypes import float32, is_low_precision
 from ..core.tensor import Tensor
 from ._composite import composite
 from ._utils import broadcast_shape, const, op_error
-from .activation import relu, softplus
+from .activation import logsigmoid, relu, softplus
+from .distance import pairwise_distance
 from .elementwise import clip, minimum, where
 from .reduction import norm
 from .transcendental import exp as _exp
 from .transcendental import log
 
 __all__ = [
-    "cosine_embedding_loss", "hinge_embedding_loss", "huber_loss", "margin_ranking_loss",
-    "multi_margin_loss", "multilabel_margin_loss", "poisson_nll_loss", "soft_margin_loss",
-    "triplet_margin_loss",
+    "cosine_embedding_loss", "gaussian_nll_loss", "hinge_embedding_loss", "huber_loss",
+    "margin_ranking_loss", "multi_margin_loss", "multilabel_margin_loss",
+    "multilabel_soft_margin_loss", "poisson_nll_loss", "soft_margin_loss",
+    "triplet_margin_loss", "triplet_margin_with_distance_loss",
 ]
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -338,3 +340,93 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target, margin: float 
                        input1=input1.shape, target=y.shape)
     return _CosineEmbedding.apply(input1, input2, kw={"y": y, "margin": float(margin),
                                                       "reduction": reduction})
+
+
+# --------------------------------------------------------------------------- the layers' losses
+def _gaussian_nll_impl(input, target, var, full, eps, reduction):  # noqa: A002
+    input, target, var = _wide(input), _wide(target), _wide(var)
+    v = var.detach()
+    # clamped below by eps with the gradient passing through (PyTorch's in-place clamp under
+    # no_grad): an added constant, 0 where var >= eps (no inf - inf at var = inf)
+    var = var + where(v < eps, eps - v, 0.0)
+    loss = 0.5 * (log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+_GaussianNLL = composite("gaussian_nll_loss", _gaussian_nll_impl)
+
+
+def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,  # noqa: A002
+                      eps: float = 1e-6, reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood of ``target`` under a Gaussian of mean ``input`` and variance
+    ``var``: ``0.5 * (log(var) + (input - target)**2 / var)`` (plus ``0.5 log(2 pi)`` when
+    ``full``). ``var`` may be a float, drop the last axis or have size 1 there (one variance
+    per sample); it is clamped below by ``eps`` with the gradient passing straight through, as
+    in PyTorch."""
+    op = "gaussian_nll_loss"
+    _check(op, reduction)
+    if not isinstance(var, Tensor):
+        xp = get_array_module(input._data)
+        var = const(xp.full(input.shape, float(var), dtype=input.dtype))
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
+            raise op_error(op, "var does not fit input (same shape, or one variance per "
+                           "sample)", var=var.shape, input=input.shape)
+    if bool((var._data < 0).any()):
+        raise op_error(op, "var has negative entries")
+    return _GaussianNLL.apply(input, target, var, kw={
+        "full": bool(full), "eps": float(eps), "reduction": reduction})
+
+
+def _ml_soft_margin_impl(input, target, weight, reduction):  # noqa: A002
+    x, y = _wide(input), _wide(target)
+    loss = -(y * logsigmoid(x) + (1 - y) * logsigmoid(-x))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.sum(axis=-1) / input.shape[-1]
+    return _reduce(loss, reduction)
+
+
+_MLSoftMargin = composite("multilabel_soft_margin_loss", _ml_soft_margin_impl)
+
+
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight=None,  # noqa: A002
+                                size_average=None, reduce=None,
+                                reduction: str = "mean") -> Tensor:
+    """One-versus-all logistic loss averaged over the C classes:
+    ``-(y log sigmoid(x) + (1 - y) log sigmoid(-x))``, optionally class-weighted.
+    ``size_average``/``reduce`` are accepted for PyTorch compatibility (use ``reduction``)."""
+    op = "multilabel_soft_margin_loss"
+    _check(op, reduction)
+    target = _tensor(target, input, op, "target")
+    if input.ndim == 0 or tuple(target.shape) != tuple(input.shape):
+        raise op_error(op, "target must have the shape of input (N, C)", input=input.shape,
+                       target=target.shape)
+    return _MLSoftMargin.apply(input, target, weight, kw={"reduction": reduction})
+
+
+def triplet_margin_with_distance_loss(anchor: Tensor, positive: Tensor, negative: Tensor, *,
+                                      distance_function=None, margin: float = 1.0,
+                                      swap: bool = False, reduction: str = "mean") -> Tensor:
+    """``max(d(a, p) - d(a, n) + margin, 0)`` with any ``distance_function`` (default:
+    :func:`pairwise_distance`); ``swap`` uses ``min(d(a, n), d(p, n))``. A composite of the
+    distance's own ops (the distance may hold parameters), computed in float32 for
+    float16/bfloat16 input."""
+    op = "triplet_margin_with_distance_loss"
+    _check(op, reduction)
+    if not margin > 0:
+        raise op_error(op, "margin must be greater than 0", margin=margin)
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise op_error(op, "anchor, positive and negative must have the same number of "
+                       "dimensions", anchor=anchor.shape, positive=positive.shape,
+                       negative=negative.shape)
+    dist = pairwise_distance if distance_function is None else distance_function
+    anchor, positive, negative = _wide(anchor), _wide(positive), _wide(negative)
+    d_pos, d_neg = dist(anchor, positive), dist(anchor, negative)
+    if swap:
+        d_neg = minimum(d_neg, dist(positive, negative))
+    return _reduce(clip(margin + d_pos - d_neg, lower=0.0), reduction)

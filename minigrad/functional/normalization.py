@@ -14,20 +14,23 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .._backend import batch_norm as BN
 from .._backend import get_array_module
+from .._backend.dtypes import float32, is_low_precision
 from ..core.function import Function
 from ..core.tensor import Tensor
 from ._array_backward import ArrayBackward, run_array_backward
 from ._axes import one_of
 from ._composite import composite
 from ._utils import acc_dtype, check_floating, const, normalize_axis, op_error
-from .elementwise import clip, sqrt, where
-from .reduction import norm, norm_order
+from .elementwise import clip, rsqrt, sqrt, where
+from .reduction import mean, norm, norm_order
 from .shape import pad
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm", "local_response_norm",
-           "normalize", "renorm"]
+           "normalize", "renorm", "rms_norm"]
 
 
 def _stats(xf, axes, eps):
@@ -425,3 +428,33 @@ def local_response_norm(x: Tensor, size: int, alpha: float = 1e-4, beta: float =
         raise op_error("local_response_norm", "size must be a positive int", size=size)
     return _LocalResponseNorm.apply(x, kw={"size": size, "alpha": float(alpha),
                                            "beta": float(beta), "k": float(k)})
+
+
+def _rms_norm_impl(x, weight, axes, eps):
+    xf = x.astype(float32) if is_low_precision(x.dtype) else x
+    ms = mean(xf * xf, axis=axes, keepdims=True)
+    y = (xf * rsqrt(ms + eps)).astype(x.dtype)
+    return y if weight is None else y * weight
+
+
+_RMSNorm = composite("rms_norm", _rms_norm_impl)
+
+
+def rms_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  # noqa: A002
+             eps: float | None = None) -> Tensor:
+    """Root-mean-square normalization over the trailing ``normalized_shape`` dimensions:
+    ``x / sqrt(mean(x**2) + eps) * weight``, the mean taken in float32 for float16/bfloat16
+    input. ``eps`` None is the machine epsilon of that computation dtype (PyTorch's)."""
+    check_floating("rms_norm", input)
+    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(ns)
+    if k > input.ndim or tuple(input.shape[input.ndim - k:]) != ns:
+        raise op_error("rms_norm", "normalized_shape must equal the trailing dims of input",
+                       input_shape=input.shape, normalized_shape=ns)
+    if weight is not None and tuple(weight.shape) != ns:
+        raise op_error("rms_norm", "weight must have shape normalized_shape",
+                       normalized_shape=ns, weight_shape=weight.shape)
+    if eps is None:
+        eps = float(np.finfo(float32 if is_low_precision(input.dtype) else input.dtype).eps)
+    axes = tuple(range(input.ndim - k, input.ndim))
+    return _RMSNorm.apply(input, weight, kw={"axes": axes, "eps": eps})

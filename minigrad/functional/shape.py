@@ -47,7 +47,7 @@ __all__ = [
     "one_hot",
     "pad",
     "permute",
-    "pixel_shuffle",
+    "pixel_shuffle", "pixel_unshuffle", "channel_shuffle",
     "repeat",
     "reshape",
     "roll",
@@ -898,3 +898,34 @@ def pixel_shuffle(x: Tensor, upscale_factor: int) -> Tensor:
         raise op_error("pixel_shuffle", "expects (*, C, H, W) input with C divisible by "
                        "upscale_factor**2", shape=x.shape, upscale_factor=r)
     return PixelShuffleFunction.apply(x, factor=r)
+
+
+class PixelUnshuffleFunction(PixelShuffleFunction):
+    name = "pixel_unshuffle"
+
+
+def pixel_unshuffle(x: Tensor, downscale_factor: int) -> Tensor:
+    """Rearrange ``(*, C, H*r, W*r)`` into ``(*, C*r*r, H, W)`` with ``r = downscale_factor``
+    (``F.pixel_unshuffle``, the inverse of :func:`pixel_shuffle`)."""
+    r = downscale_factor
+    if isinstance(r, bool) or not isinstance(r, int) or r < 1:
+        raise op_error("pixel_unshuffle", "downscale_factor must be a positive int",
+                       downscale_factor=r)
+    if x.ndim < 3 or x.shape[-1] % r or x.shape[-2] % r:
+        raise op_error("pixel_unshuffle", "expects (*, C, H, W) input with H and W divisible "
+                       "by downscale_factor", shape=x.shape, downscale_factor=r)
+    return PixelUnshuffleFunction.apply(x, factor=r, inverse=True)
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:  # noqa: A002
+    """Interleave the ``groups`` channel groups of ``(N, C, *)`` input: ``(N, g, C/g, *)``
+    with its two group axes swapped (ShuffleNet). A composite of views."""
+    g = groups
+    if isinstance(g, bool) or not isinstance(g, int) or g < 1:
+        raise op_error("channel_shuffle", "groups must be a positive int", groups=g)
+    if input.ndim < 3 or input.shape[1] % g:
+        raise op_error("channel_shuffle", "expects (N, C, *) input with C divisible by groups",
+                       shape=input.shape, groups=g)
+    n, c, rest = input.shape[0], input.shape[1], tuple(input.shape[2:])
+    y = swapaxes(reshape(input, (n, g, c // g) + rest), 1, 2)
+    return reshape(y, (n, c) + rest)

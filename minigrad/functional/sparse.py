@@ -7,14 +7,20 @@ arrays; on the GPU under ``_backend.indexing.index_debug()``).
 
 from __future__ import annotations
 
+import numpy as np
+
 from .._backend import get_array_module
 from .._backend.indexing import check_index_range, poison, scatter_add_rows
+from .._backend.dtypes import float32, is_low_precision
 from ..core.function import Function
 from ..core.modes import grad_enabled
 from ..core.tensor import Tensor
 from ._utils import acc_dtype, const, op_error, owned_for_backward
+from .elementwise import where
+from .reduction import max as _max
+from .shape import index_add
 
-__all__ = ["embedding"]
+__all__ = ["embedding", "embedding_bag"]
 
 
 class EmbeddingFunction(Function):
@@ -132,3 +138,95 @@ def _renorm_rows(indices, weight: Tensor, max_norm: float, norm_type: float) -> 
         ids, rows = ids[big], rows[big] * (max_norm / (norm[big] + 1e-7))[:, None]
         weight._data[ids] = rows.astype(weight.dtype)
         weight._version += 1
+
+
+# --------------------------------------------------------------------------- embedding_bag
+def _bags(input, offsets, include_last_offset):
+    """(flat ids, bag of each id, number of bags), as NumPy arrays."""
+    ids = input.numpy() if isinstance(input, Tensor) else np.asarray(input)
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"embedding_bag: input must hold integer ids, got {ids.dtype}")
+    if ids.ndim == 2:
+        if offsets is not None:
+            raise ValueError("embedding_bag: offsets must be None for 2-D input (one bag "
+                             "per row)")
+        b, length = ids.shape
+        return ids.ravel(), np.repeat(np.arange(b), length), b
+    if ids.ndim != 1 or offsets is None:
+        raise ValueError("embedding_bag: expected 2-D input, or 1-D input with offsets, got "
+                         f"shape {ids.shape}")
+    offs = offsets.numpy() if isinstance(offsets, Tensor) else np.asarray(offsets)
+    offs = offs.astype(np.int64).ravel()
+    if offs.size == 0 or offs[0] != 0 or (np.diff(offs) < 0).any() or offs[-1] > ids.size:
+        raise ValueError(f"embedding_bag: offsets must start at 0 and be non-decreasing "
+                         f"within the input's length {ids.size}, got {offs.tolist()}")
+    if include_last_offset:
+        offs = offs[:-1]
+    bag = np.searchsorted(offs, np.arange(ids.size), side="right") - 1
+    return ids, bag, offs.size
+
+
+def embedding_bag(input, weight: Tensor, offsets=None, max_norm: float | None = None,  # noqa: A002
+                  norm_type: float = 2, scale_grad_by_freq: bool = False, mode: str = "mean",
+                  sparse: bool = False, per_sample_weights=None,
+                  include_last_offset: bool = False, padding_idx: int | None = None) -> Tensor:
+    """Sums, means or maxima of bags of rows of ``weight``, without materialising the rows of
+    every bag separately (``F.embedding_bag``).
+
+    ``input`` is ``(B, L)`` (one bag per row) or 1-D with ``offsets`` giving each bag's start
+    (``include_last_offset``: ``offsets`` ends with the input's length, CSR layout);
+    ``per_sample_weights`` (mode "sum") scale each looked-up row; ids equal to ``padding_idx``
+    are left out of their bag; an empty bag gives zeros. ``max_norm``, ``norm_type``,
+    ``scale_grad_by_freq`` are :func:`embedding`'s; ``sparse`` is accepted and ignored.
+    Returns ``(B, embedding_dim)``.
+    """
+    if mode not in ("sum", "mean", "max"):
+        raise op_error("embedding_bag", "mode must be 'sum', 'mean' or 'max'", mode=repr(mode))
+    if weight.dtype.kind != "f" and not is_low_precision(weight.dtype):  # as PyTorch's
+        raise op_error("embedding_bag", "weight must be a floating tensor", dtype=weight.dtype)
+    if padding_idx is not None:
+        n = weight.shape[0]
+        if not -n <= padding_idx < n:
+            raise op_error("embedding_bag", f"padding_idx is not a row of a {n}-row table",
+                           padding_idx=padding_idx)
+        padding_idx %= n
+    ids, bag, nbags = _bags(input, offsets, include_last_offset)
+    if per_sample_weights is not None and mode != "sum":
+        raise ValueError("embedding_bag: per_sample_weights is only supported for "
+                         "mode='sum'")
+    keep = np.ones(ids.size, dtype=bool) if padding_idx is None else \
+        ids != padding_idx
+    xp = get_array_module(weight._data)
+    sel = np.nonzero(keep)[0]
+    dtype = weight.dtype
+    rows = embedding(Tensor._make(xp.asarray(ids[sel]), False, None, 0), weight,
+                     max_norm=max_norm, norm_type=norm_type,
+                     scale_grad_by_freq=scale_grad_by_freq)
+    if is_low_precision(dtype):
+        rows = rows.astype(float32)
+    if per_sample_weights is not None:
+        w = per_sample_weights.reshape(-1)[Tensor._make(xp.asarray(sel), False, None, 0)]
+        rows = rows * w.astype(rows.dtype).unsqueeze(-1)
+    bag = bag[sel]
+    count = np.bincount(bag, minlength=nbags)
+    zeros = Tensor._make(xp.zeros((nbags, weight.shape[1]), dtype=rows.dtype), False,
+                         None, 0)
+    if mode == "max":
+        width = int(count.max(initial=0))
+        if width == 0:
+            return zeros.astype(dtype)
+        start = np.concatenate([[0], np.cumsum(count)[:-1]])
+        slot = start[:, None] + np.arange(width)[None, :]          # (bags, width)
+        valid = np.arange(width)[None, :] < count[:, None]
+        gathered = rows[Tensor._make(xp.asarray(np.where(valid, slot, 0)), False, None, 0)]
+        mask = Tensor._make(xp.asarray(valid[..., None]), False, None, 0)
+        out = _max(where(mask, gathered, float("-inf")), axis=1)
+        nonempty = Tensor._make(xp.asarray((count > 0)[:, None]), False, None, 0)
+        return where(nonempty, out, 0.0).astype(dtype)
+    # the ids arrive sorted by bag (offsets are non-decreasing), as index_add wants nothing
+    out = index_add(zeros, 0, Tensor._make(xp.asarray(bag), False, None, 0), rows)
+    if mode == "mean":
+        div = Tensor._make(xp.asarray(np.maximum(count, 1)[:, None], dtype=rows.dtype),
+                           False, None, 0)
+        out = out / div
+    return out.astype(dtype)

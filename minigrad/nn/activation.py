@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 from .. import functional as F
-from .._backend import device_of
-from .._backend import random as _random
-from .._backend.dtypes import float32
-from ..core.tensor import Tensor
 from . import init
 from .module import Module
 
@@ -291,14 +287,14 @@ class Softsign(Module):
     """``x / (1 + |x|)``."""
 
     def forward(self, x):
-        return x / (F.abs(x) + 1)
+        return F.softsign(x)
 
 
 class Tanhshrink(Module):
     """``x - tanh(x)``."""
 
     def forward(self, x):
-        return x - F.tanh(x)
+        return F.tanhshrink(x)
 
 
 class Softshrink(Module):
@@ -312,8 +308,7 @@ class Softshrink(Module):
         self.lambd = lambd
 
     def forward(self, x):
-        return F.where(x > self.lambd, x - self.lambd,
-                       F.where(x < -self.lambd, x + self.lambd, 0.0))
+        return F.softshrink(x, self.lambd)
 
     def extra_repr(self) -> str:
         return f"{self.lambd}"
@@ -327,7 +322,7 @@ class Hardshrink(Module):
         self.lambd = lambd
 
     def forward(self, x):
-        return F.where((x > self.lambd) | (x < -self.lambd), x, 0.0)
+        return F.hardshrink(x, self.lambd)
 
     def extra_repr(self) -> str:
         return f"{self.lambd}"
@@ -341,7 +336,7 @@ class Threshold(Module):
         self.threshold, self.value = threshold, value
 
     def forward(self, x):
-        return F.where(x > self.threshold, x, self.value)
+        return F.threshold(x, self.threshold, self.value)
 
     def extra_repr(self) -> str:
         return f"threshold={self.threshold}, value={self.value}"
@@ -355,11 +350,7 @@ class GLU(Module):
         self.dim = dim
 
     def forward(self, x):
-        if x.ndim == 0 or x.shape[self.dim] % 2:
-            raise ValueError(f"GLU: the halved axis {self.dim} must have an even size, got "
-                             f"shape {x.shape}")
-        a, b = F.split(x, 2, axis=self.dim)
-        return a * F.sigmoid(b)
+        return F.glu(x, self.dim)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
@@ -377,12 +368,7 @@ class RReLU(Module):
         self.lower, self.upper = lower, upper
 
     def forward(self, x):
-        if not self.training:
-            return F.leaky_relu(x, (self.lower + self.upper) / 2)
-        gen = _random.generator(device_of(x._data))
-        slope = gen.random(x.shape, dtype=float32) * (self.upper - self.lower) + self.lower
-        slope = Tensor._make(slope.astype(x.dtype), False, None, 0)
-        return F.where(x > 0, x, x * slope)
+        return F.rrelu(x, self.lower, self.upper, self.training)
 
     def extra_repr(self) -> str:
         return f"lower={self.lower}, upper={self.upper}"

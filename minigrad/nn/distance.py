@@ -32,7 +32,7 @@ class PairwiseDistance(Module):
         self.norm, self.eps, self.keepdim = p, eps, keepdim
 
     def forward(self, x1, x2):
-        return F.vector_norm(x1 - x2 + self.eps, self.norm, dim=-1, keepdim=self.keepdim)
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
 
     def extra_repr(self) -> str:
         return f"p={self.norm}, eps={self.eps}, keepdim={self.keepdim}"

@@ -6,13 +6,10 @@ Constructors keep PyTorch's argument order, the deprecated ``size_average``/``re
 
 from __future__ import annotations
 
-import math
 
 from .. import functional as F
 from .._backend.dtypes import float32, is_low_precision
-from ..core.creation import full_like
 from ..core.tensor import Tensor
-from .distance import PairwiseDistance
 from .module import Module
 
 __all__ = ["BCELoss", "BCEWithLogitsLoss", "CTCLoss", "CosineEmbeddingLoss", "CrossEntropyLoss",
@@ -241,23 +238,8 @@ class GaussianNLLLoss(_Loss):
         self.full, self.eps = full, eps
 
     def forward(self, input, target, var):
-        if not isinstance(var, Tensor):
-            var = full_like(input, float(var))
-        if tuple(var.shape) != tuple(input.shape):
-            if tuple(input.shape[:-1]) == tuple(var.shape):
-                var = var.unsqueeze(-1)
-            elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
-                raise ValueError(f"GaussianNLLLoss: var of shape {var.shape} does not fit "
-                                 f"input {input.shape}")
-        if bool((var < 0).any()):
-            raise ValueError("GaussianNLLLoss: var has negative entries")
-        input, target, var = _wide(input), _wide(target), _wide(var)
-        v = var.detach()
-        var = var + (F.clip(v, lower=self.eps) - v)
-        loss = 0.5 * (F.log(var) + (input - target) ** 2 / var)
-        if self.full:
-            loss = loss + 0.5 * math.log(2 * math.pi)
-        return _reduce(loss, self.reduction)
+        return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
+                                   reduction=self.reduction)
 
 
 class MarginRankingLoss(_Loss):
@@ -310,12 +292,8 @@ class MultiLabelSoftMarginLoss(_Loss):
         self.register_buffer("weight", weight)
 
     def forward(self, input, target):
-        x, y = _wide(input), _wide(target)
-        loss = -(y * F.logsigmoid(x) + (1 - y) * F.logsigmoid(-x))
-        if self.weight is not None:
-            loss = loss * self.weight
-        loss = loss.sum(axis=-1) / input.shape[-1]
-        return _reduce(loss, self.reduction)
+        return F.multilabel_soft_margin_loss(input, target, weight=self.weight,
+                                             reduction=self.reduction)
 
 
 class MultiMarginLoss(_Loss):
@@ -377,11 +355,6 @@ class TripletMarginWithDistanceLoss(_Loss):
         self.margin, self.swap = margin, swap
 
     def forward(self, anchor, positive, negative):
-        dist = self.distance_function
-        if dist is None:
-            dist = PairwiseDistance()
-        anchor, positive, negative = _wide(anchor), _wide(positive), _wide(negative)
-        d_pos, d_neg = dist(anchor, positive), dist(anchor, negative)
-        if self.swap:
-            d_neg = F.minimum(d_neg, dist(positive, negative))
-        return _reduce(F.clip(self.margin + d_pos - d_neg, lower=0.0), self.reduction)
+        return F.triplet_margin_with_distance_loss(
+            anchor, positive, negative, distance_function=self.distance_function,
+            margin=self.margin, swap=self.swap, reduction=self.reduction)

@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-import numpy as np
 
 from .. import functional as F
-from .._backend.dtypes import float32, float64, int64, is_low_precision, normalize_dtype
+from .._backend.dtypes import float32, float64, int64, normalize_dtype
 from ..core.creation import ones, zeros
 from . import init
 from .module import Module
@@ -243,15 +242,7 @@ class RMSNorm(Module):
             self.register_parameter("weight", None)
 
     def forward(self, x):
-        k = len(self.normalized_shape)
-        if tuple(x.shape[x.ndim - k:]) != self.normalized_shape or x.ndim < k:
-            raise ValueError(f"RMSNorm: the trailing axes of input {x.shape} must be "
-                             f"{self.normalized_shape}")
-        xf = x.astype(float32) if is_low_precision(x.dtype) else x
-        eps = float(np.finfo(xf.dtype).eps) if self.eps is None else self.eps
-        ms = F.mean(xf * xf, axis=tuple(range(x.ndim - k, x.ndim)), keepdims=True)
-        y = (xf * F.rsqrt(ms + eps)).astype(x.dtype)
-        return y if self.weight is None else y * self.weight
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
         return (f"{self.normalized_shape}, eps={self.eps}, "

@@ -78,15 +78,7 @@ class PixelUnshuffle(Module):
         self.downscale_factor = downscale_factor
 
     def forward(self, x):
-        r = self.downscale_factor
-        if x.ndim < 3 or x.shape[-1] % r or x.shape[-2] % r:
-            raise ValueError(f"PixelUnshuffle: expected (*, C, H, W) input with H and W "
-                             f"divisible by {r}, got shape {tuple(x.shape)}")
-        lead, (c, h, w) = tuple(x.shape[:-3]), x.shape[-3:]
-        k = len(lead)
-        y = x.reshape(lead + (c, h // r, r, w // r, r))
-        y = y.permute(tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3))
-        return y.reshape(lead + (c * r * r, h // r, w // r))
+        return F.pixel_unshuffle(x, self.downscale_factor)
 
     def extra_repr(self) -> str:
         return f"downscale_factor={self.downscale_factor}"
@@ -100,13 +92,7 @@ class ChannelShuffle(Module):
         self.groups = groups
 
     def forward(self, x):
-        g = self.groups
-        if x.ndim < 3 or x.shape[1] % g:
-            raise ValueError(f"ChannelShuffle: expected (N, C, *) input with C divisible by "
-                             f"groups={g}, got shape {tuple(x.shape)}")
-        n, c, rest = x.shape[0], x.shape[1], tuple(x.shape[2:])
-        y = x.reshape((n, g, c // g) + rest).swapaxes(1, 2)
-        return y.reshape((n, c) + rest)
+        return F.channel_shuffle(x, self.groups)
 
     def extra_repr(self) -> str:
         return f"groups={self.groups}"

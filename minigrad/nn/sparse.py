@@ -6,8 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import functional as F
-from .._backend import get_array_module
-from .._backend.dtypes import float32, is_low_precision
 from ..core.tensor import Parameter, Tensor
 from . import init
 from .module import Module
@@ -134,71 +132,10 @@ class EmbeddingBag(Module):
         if self.padding_idx is not None:
             self.weight._data[self.padding_idx] = 0
 
-    def _bags(self, input, offsets):
-        """(flat ids, bag of each id, number of bags), as NumPy arrays."""
-        ids = input.numpy() if isinstance(input, Tensor) else np.asarray(input)
-        if ids.dtype.kind not in "iu":
-            raise TypeError(f"EmbeddingBag: input must hold integer ids, got {ids.dtype}")
-        if ids.ndim == 2:
-            if offsets is not None:
-                raise ValueError("EmbeddingBag: offsets must be None for 2-D input (one bag "
-                                 "per row)")
-            b, length = ids.shape
-            return ids.ravel(), np.repeat(np.arange(b), length), b
-        if ids.ndim != 1 or offsets is None:
-            raise ValueError("EmbeddingBag: expected 2-D input, or 1-D input with offsets, got "
-                             f"shape {ids.shape}")
-        offs = offsets.numpy() if isinstance(offsets, Tensor) else np.asarray(offsets)
-        offs = offs.astype(np.int64).ravel()
-        if offs.size == 0 or offs[0] != 0 or (np.diff(offs) < 0).any() or offs[-1] > ids.size:
-            raise ValueError(f"EmbeddingBag: offsets must start at 0 and be non-decreasing "
-                             f"within the input's length {ids.size}, got {offs.tolist()}")
-        if self.include_last_offset:
-            offs = offs[:-1]
-        bag = np.searchsorted(offs, np.arange(ids.size), side="right") - 1
-        return ids, bag, offs.size
-
     def forward(self, input, offsets=None, per_sample_weights=None):
-        ids, bag, nbags = self._bags(input, offsets)
-        if per_sample_weights is not None and self.mode != "sum":
-            raise ValueError("EmbeddingBag: per_sample_weights is only supported for "
-                             "mode='sum'")
-        keep = np.ones(ids.size, dtype=bool) if self.padding_idx is None else \
-            ids != self.padding_idx
-        xp = get_array_module(self.weight._data)
-        sel = np.nonzero(keep)[0]
-        dtype = self.weight.dtype
-        rows = F.embedding(Tensor._make(xp.asarray(ids[sel]), False, None, 0), self.weight,
-                           max_norm=self.max_norm, norm_type=self.norm_type,
-                           scale_grad_by_freq=self.scale_grad_by_freq)
-        if is_low_precision(dtype):
-            rows = rows.astype(float32)
-        if per_sample_weights is not None:
-            w = per_sample_weights.reshape(-1)[Tensor._make(xp.asarray(sel), False, None, 0)]
-            rows = rows * w.astype(rows.dtype).unsqueeze(-1)
-        bag = bag[sel]
-        count = np.bincount(bag, minlength=nbags)
-        zeros = Tensor._make(xp.zeros((nbags, self.embedding_dim), dtype=rows.dtype), False,
-                             None, 0)
-        if self.mode == "max":
-            width = int(count.max(initial=0))
-            if width == 0:
-                return zeros.astype(dtype)
-            start = np.concatenate([[0], np.cumsum(count)[:-1]])
-            slot = start[:, None] + np.arange(width)[None, :]          # (bags, width)
-            valid = np.arange(width)[None, :] < count[:, None]
-            gathered = rows[Tensor._make(xp.asarray(np.where(valid, slot, 0)), False, None, 0)]
-            mask = Tensor._make(xp.asarray(valid[..., None]), False, None, 0)
-            out = F.max(F.where(mask, gathered, float("-inf")), axis=1)
-            nonempty = Tensor._make(xp.asarray((count > 0)[:, None]), False, None, 0)
-            return F.where(nonempty, out, 0.0).astype(dtype)
-        # the ids arrive sorted by bag (offsets are non-decreasing), as index_add wants nothing
-        out = F.index_add(zeros, 0, Tensor._make(xp.asarray(bag), False, None, 0), rows)
-        if self.mode == "mean":
-            div = Tensor._make(xp.asarray(np.maximum(count, 1)[:, None], dtype=rows.dtype),
-                               False, None, 0)
-            out = out / div
-        return out.astype(dtype)
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
+                               self.scale_grad_by_freq, self.mode, self.sparse,
+                               per_sample_weights, self.include_last_offset, self.padding_idx)
 
     def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}, mode={self.mode!r}"

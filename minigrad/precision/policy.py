@@ -93,6 +93,7 @@ _DEFAULT.update(_rows(Category.FP32, """
     binary_cross_entropy_with_logits poisson_nll_loss cosine_embedding_loss
     hinge_embedding_loss margin_ranking_loss soft_margin_loss multi_margin_loss
     multilabel_margin_loss triplet_margin_loss ctc_loss
+    pairwise_distance rms_norm gaussian_nll_loss multilabel_soft_margin_loss
 """))
 _DEFAULT.update(_rows(Category.PROMOTE, """
     add sub mul div maximum minimum where concat stack scatter_add dot vdot tensordot cross
@@ -117,6 +118,8 @@ _DEFAULT.update(_rows(Category.PASSTHROUGH, """
     cast to_device clone detach
     neg abs sign relu relu6 leaky_relu elu selu celu gelu silu mish hardswish hardsigmoid
     hardtanh sigmoid logsigmoid tanh sin cos atan floor ceil round trunc clip square
+    softsign tanhshrink softshrink hardshrink threshold glu
+    pixel_unshuffle alpha_dropout
     dropout max min argmax argmin sort argsort topk kthvalue median mode cummax cummin
     equal not_equal less less_equal greater greater_equal logical_not logical_and logical_or
     logical_xor isnan isinf isfinite

@@ -126,3 +126,56 @@ OPS += [
                    NonFinite((np.array([1.0, INF]),), [1.0, 0.0], name="inf"),
                    NonFinite((np.array([1.0, -INF]),), [NAN, NAN], name="-inf"))),
 ]
+
+
+# --------------------------------------------------------------------------- the layers' formulas
+def _shrink_domain(*shape, seed=0):
+    """float64 in [-2, 2) away from the kinks at +-0.5 (gradcheck's finite differences)."""
+    x = rand(*shape, low=-2.0, high=2.0, seed=seed)
+    return np.where(np.abs(np.abs(x) - 0.5) < 0.05, x + 0.2, x)
+
+
+def _threshold_domain(*shape, seed=0):
+    x = rand(*shape, low=-2.0, high=2.0, seed=seed)
+    return np.where(np.abs(x - 0.25) < 0.05, x + 0.2, x)
+
+
+def _glu_ref(x, dim=-1):
+    a, b = np.split(x, 2, axis=dim)
+    return a * _sigmoid(b)
+
+
+OPS += [
+    _unary("softsign", "passthrough", [NAN, NAN, NAN], ref=lambda x: x / (1 + np.abs(x)),
+           domain=_wide, errors=(ErrorInput((np.array([True, False]),), ValueError,
+                                            ("softsign", "bool"), name="bool"),)),
+    _unary("tanhshrink", "passthrough", [NAN, INF, -INF], ref=lambda x: x - np.tanh(x),
+           domain=_wide, errors=(ErrorInput((np.array([True, False]),), ValueError,
+                                            ("tanhshrink", "bool"), name="bool"),)),
+    _unary("softshrink", "passthrough", [NAN, INF, -INF], kwargs={"lambd": 0.5},
+           ref=lambda x, lambd=0.5: np.where(np.abs(x) <= lambd, 0.0, x - lambd * np.sign(x)),
+           domain=_shrink_domain, gradgrad=True,
+           errors=_integer_refused("softshrink") + (
+               ErrorInput((rand(2),), ValueError, ("softshrink", "lambd"), {"lambd": -1.0},
+                          name="negative_lambd"),)),
+    _unary("hardshrink", "passthrough", [NAN, INF, -INF], kwargs={"lambd": 0.5},
+           ref=lambda x, lambd=0.5: np.where(np.abs(x) <= lambd, 0.0, x),
+           domain=_shrink_domain, gradgrad=True, errors=_integer_refused("hardshrink")),
+    _unary("threshold", "passthrough", [NAN, INF, 2.0], kwargs={"threshold": 0.25, "value": 2.0},
+           ref=lambda x, threshold, value: np.where(x <= threshold, value, x),
+           domain=_threshold_domain, gradgrad=True,
+           errors=(ErrorInput((np.array([True, False]),), ValueError, ("threshold", "bool"),
+                              {"threshold": 0.5, "value": 1.0}, name="bool"),)),
+    OpInfo("glu", "activation", (
+        Sample((rand(3, 4),)),
+        Sample((rand(2, 6, 3),), {"dim": 1}, name="dim"),
+        Sample((rand(0, 4),), name="empty")), "passthrough", gradgrad=True, ref=_glu_ref,
+        errors=(ErrorInput((rand(3, 5),), ValueError, ("glu", "even"), name="odd"),
+                ErrorInput((rand(),), ValueError, ("glu", "scalars"), name="0d"),
+                ErrorInput((ints(3, 2),), ValueError, ("glu", "floating"), name="integer"))),
+    # eval mode only: training draws random slopes (no repeatable gradcheck)
+    _unary("rrelu", None, [NAN, INF, -INF * (1 / 8 + 1 / 3) / 2], domain=_wide, gradgrad=False,
+           ref=lambda x: np.where(x > 0, x, x * (1 / 8 + 1 / 3) / 2),
+           amp_note="no Function of its own: leaky_relu (evaluation) or where/mul (training)",
+           errors=_integer_refused("rrelu")),
+]

@@ -62,3 +62,15 @@ OPS = [
         nonfinite=(NonFinite((np.array([NAN, 1.0]), np.array([0.0, 0.0])), NAN),
                    NonFinite((np.array([INF, 1.0]), np.array([0.0, 0.0])), INF, name="inf"))),
 ]
+
+OPS += [
+    _op("pairwise_distance", [
+        Sample((rand(3, 4), rand(3, 4, seed=1))),
+        Sample((rand(3, 4), rand(4, seed=1)), {"p": 1.0, "keepdim": True}, name="p1_keepdim"),
+        Sample((rand(3, 4), rand(3, 4, seed=1)), {"p": INF}, name="pinf"),
+        Sample((rand(4), rand(4, seed=1)), name="1d"),
+        Sample((rand(0, 4), rand(0, 4, seed=1)), name="empty")],
+        [ErrorInput((rand(2, 3), rand(2, 4)), ValueError, "broadcast", name="shapes")],
+        lambda a, b, p=2.0, eps=1e-6, keepdim=False: _pnorm(a - b + eps, p, axis=-1,
+                                                             keepdims=keepdim)),
+]

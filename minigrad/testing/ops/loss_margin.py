@@ -191,3 +191,81 @@ OPS = [
         [NonFinite((np.array([[NAN, 1.0]]), np.ones((1, 2)), np.array([1.0])), [NAN],
                    {"reduction": "none"})]),
 ]
+
+
+# --------------------------------------------------------------------------- the layers' losses
+def _gaussian_nll(x, y, var, full=False, eps=1e-6, reduction="mean"):
+    var = np.asarray(var, dtype=float)
+    if var.shape != x.shape:
+        var = var if var.shape[-1:] == (1,) and var.ndim == x.ndim else var[..., None]
+    v = np.maximum(var, eps)
+    loss = 0.5 * (np.log(v) + (x - y) ** 2 / v)
+    if full:
+        loss = loss + 0.5 * np.log(2 * np.pi)
+    return _reduce(loss, reduction)
+
+
+def _ml_soft_margin(x, y, weight=None, reduction="mean"):
+    loss = -(y * -_softplus(-x) + (1 - y) * -_softplus(x))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss.sum(-1) / x.shape[-1], reduction)
+
+
+def _pair_dist(a, b):
+    return np.sqrt(((a - b + 1e-6) ** 2).sum(-1))
+
+
+def _triplet_dist(a, p, n, margin=1.0, swap=False, reduction="mean"):
+    d_neg = _pair_dist(a, n)
+    if swap:
+        d_neg = np.minimum(d_neg, _pair_dist(p, n))
+    return _reduce(np.maximum(margin + _pair_dist(a, p) - d_neg, 0.0), reduction)
+
+
+def _binary(*shape, seed=0):
+    return (rand(*shape, seed=seed + 7) > 0).astype(float)
+
+
+OPS += [
+    _loss("gaussian_nll_loss", [
+        Sample((rand(3, 4), rand(3, 4, seed=1), pos(3, 4, seed=2))),
+        Sample((rand(3, 4), rand(3, 4, seed=1), pos(3, 1, seed=2)),
+               {"full": True, "reduction": "none"}, name="per_sample_full"),
+        Sample((rand(3, 4), rand(3, 4, seed=1), pos(3, seed=2)), {"reduction": "sum"},
+               name="dropped_axis"),
+        Sample((rand(0, 4), rand(0, 4, seed=1), pos(0, 4, seed=2)), {"reduction": "sum"},
+               name="empty", expect=0.0)],
+        [_reduction_error("gaussian_nll_loss", (rand(2, 3), rand(2, 3), pos(2, 3))),
+         ErrorInput((rand(2, 3), rand(2, 3), pos(3, 2)), ValueError,
+                    ("gaussian_nll_loss", "var"), name="var_shape"),
+         ErrorInput((rand(2, 3), rand(2, 3), -pos(2, 3)), ValueError,
+                    ("gaussian_nll_loss", "negative"), name="negative_var")],
+        _gaussian_nll),
+    _loss("multilabel_soft_margin_loss", [
+        Sample((rand(3, 4), _binary(3, 4)), const=(1,)),
+        Sample((rand(3, 4), _binary(3, 4), pos(4, seed=3)), {"reduction": "none"},
+               const=(1, 2), name="weight"),
+        Sample((rand(0, 4), _binary(0, 4)), {"reduction": "sum"}, const=(1,), name="empty",
+               expect=0.0)],
+        [_reduction_error("multilabel_soft_margin_loss", (rand(2, 3), _binary(2, 3))),
+         ErrorInput((rand(2, 3), _binary(3, 2)), ValueError,
+                    ("multilabel_soft_margin_loss", "shape"), name="shapes")],
+        _ml_soft_margin),
+]
+
+# the distance is any callable (it may hold parameters): no Function of its own
+OPS.append(OpInfo("triplet_margin_with_distance_loss", "loss_margin", (
+    Sample((rand(3, 4), rand(3, 4, seed=1), rand(3, 4, seed=2))),
+    Sample((rand(3, 4), rand(3, 4, seed=1), rand(3, 4, seed=2)),
+           {"swap": True, "margin": 2.0, "reduction": "none"}, name="swap"),
+    Sample((rand(0, 4), rand(0, 4, seed=1), rand(0, 4, seed=2)), {"reduction": "sum"},
+           name="empty", expect=0.0)), None,
+    amp_note="a composite of its distance function's ops (pairwise_distance by default), "
+             "minimum, clip and the reduction, each governed by its own row",
+    errors=(_reduction_error("triplet_margin_with_distance_loss",
+                             (rand(2, 3), rand(2, 3), rand(2, 3))),
+            ErrorInput((rand(2, 3), rand(2, 3), rand(2, 3)), ValueError,
+                       ("triplet_margin_with_distance_loss", "margin"), {"margin": 0.0},
+                       name="margin")),
+    ref=_triplet_dist, gradgrad=True))

@@ -181,3 +181,26 @@ OPS += [
                 ErrorInput((np.ones((2, 3, 4), np.int64), 2), ValueError,
                            ("local_response_norm", "floating"), name="integer"))),
 ]
+
+
+
+def _rms_ref(x, shape, w=None, eps=None):
+    shape = (shape,) if isinstance(shape, int) else shape
+    axes = tuple(range(x.ndim - len(shape), x.ndim))
+    eps = np.finfo(x.dtype).eps if eps is None else eps
+    y = x / np.sqrt((x * x).mean(axis=axes, keepdims=True) + eps)
+    return y if w is None else y * w
+
+
+OPS += [
+    OpInfo("rms_norm", "normalization", (
+        Sample((rand(3, 4), (4,), pos(4, seed=1))),
+        Sample((rand(2, 3, 4), (3, 4)), {"eps": 1e-5}, name="two_axes"),
+        Sample((rand(3), [3]), name="1d"),
+        Sample((rand(0, 4), (4,)), name="empty")), "fp32", ref=_rms_ref, gradgrad=True,
+        errors=(ErrorInput((rand(2, 3), (4,)), ValueError, ("rms_norm", "normalized_shape"),
+                           name="shape"),
+                ErrorInput((rand(2, 3), (3,), rand(2)), ValueError, ("rms_norm", "weight"),
+                           name="weight_shape")),
+        nonfinite=(NonFinite((np.array([[1.0, NAN, 2.0]]), (3,)), [[NAN, NAN, NAN]]),)),
+]

@@ -122,3 +122,71 @@ OPS += [
                            ("adaptive_max_pool2d", "output_size"), name="size"),),
         nonfinite=(NonFinite((np.array([[[[1.0, NAN], [INF, 2.0]]]]), 1), [[[[NAN]]]]),)),
 ]
+
+
+# --------------------------------------------------------------------------- pooling_nd.py
+# Composites of other ops (pooling, stack/max, pad, index_put...), each governed by its own
+# policy row: no row of their own.
+_COMPOSITE = "a composite of other ops (max_pool*/avg_pool*, stack, max, pad, index_put), " \
+             "each governed by its own policy row"
+
+
+def _nd(name, samples, errors=(), **kw):
+    return OpInfo(name, "pooling_nd", tuple(samples), None, amp_note=_COMPOSITE,
+                  errors=tuple(errors), **kw)
+
+
+OPS += [
+    _nd("max_pool3d", [
+        Sample((rand(1, 2, 4, 4, 4), 2)),
+        Sample((rand(1, 1, 5, 5, 5), 3), {"stride": 2, "padding": 1, "dilation": 1,
+                                          "ceil_mode": True}, name="ceil_pad"),
+        Sample((rand(2, 3, 5, 4), 2), {"dilation": (1, 2, 1)}, name="unbatched_dilation"),
+        Sample((rand(1, 2, 4, 4, 4), 2), {"return_indices": True}, name="indices"),
+        Sample((rand(0, 2, 4, 4, 4), 2), name="empty")],
+        [ErrorInput((rand(1, 4, 4), 2), ValueError, ("max_pool3d", "5-D"), name="ndim")]),
+    _nd("avg_pool3d", [
+        Sample((rand(1, 2, 4, 4, 4), 2)),
+        Sample((rand(1, 1, 5, 5, 5), 3), {"stride": 2, "padding": 1, "ceil_mode": True,
+                                          "count_include_pad": False}, name="ceil_exclude"),
+        Sample((rand(2, 3, 4, 4), 2), {"divisor_override": 3}, name="unbatched_divisor"),
+        Sample((rand(0, 2, 4, 4, 4), 2), name="empty")],
+        [ErrorInput((rand(1, 4, 4), 2), ValueError, ("avg_pool3d", "5-D"), name="ndim")]),
+    _nd("lp_pool1d", [
+        Sample((rand(2, 3, 8) + 1.5, 2.0, 2)),
+        Sample((rand(1, 2, 7) + 1.5, 3.0, 3), {"stride": 2, "ceil_mode": True}, name="ceil"),
+        Sample((rand(0, 2, 6) + 1.5, 2.0, 2), name="empty")]),
+    _nd("lp_pool2d", [
+        Sample((rand(1, 2, 4, 6) + 1.5, 2.0, 2)),
+        Sample((rand(1, 2, 5, 5) + 1.5, 1.5, (2, 3)), {"stride": 2}, name="stride"),
+        Sample((rand(0, 2, 4, 4) + 1.5, 2.0, 2), name="empty")]),
+    _nd("lp_pool3d", [
+        Sample((rand(1, 2, 4, 4, 4) + 1.5, 2.0, 2)),
+        Sample((rand(0, 2, 4, 4, 4) + 1.5, 2.0, 2), name="empty")]),
+    _nd("adaptive_avg_pool1d", [
+        Sample((rand(2, 3, 8), 3)),
+        Sample((rand(3, 7), 4), name="unbatched"),
+        Sample((rand(0, 2, 6), 2), name="empty")]),
+    _nd("adaptive_avg_pool3d", [
+        Sample((rand(1, 2, 5, 4, 6), (2, 3, 4))),
+        Sample((rand(2, 4, 4, 5), (3, None, 2)), name="unbatched_none"),
+        Sample((rand(0, 2, 4, 4, 4), 2), name="empty")]),
+    _nd("adaptive_max_pool1d", [
+        Sample((rand(2, 3, 8), 3)),
+        Sample((rand(2, 3, 7), 4, True), name="indices"),
+        Sample((rand(0, 2, 6), 2), name="empty")]),
+    _nd("adaptive_max_pool3d", [
+        Sample((rand(1, 2, 5, 4, 6), (2, 3, 4))),
+        Sample((rand(1, 2, 5, 4, 6), (2, 3, 4), True), name="indices"),
+        Sample((rand(0, 2, 4, 4, 4), 2), name="empty")]),
+    _nd("max_unpool1d", [
+        Sample((rand(2, 1, 3), np.array([[[1, 2, 5]], [[0, 3, 4]]]), 2)),
+        Sample((rand(1, 1, 3), np.array([[[1, 2, 5]]]), 2), {"output_size": (7,)},
+               name="output_size")],
+        [ErrorInput((rand(1, 1, 3), np.array([[[1, 2, 9]]]), 2), ValueError,
+                    ("max_unpool1d", "index"), name="index")]),
+    _nd("max_unpool2d", [
+        Sample((rand(1, 1, 2, 2), np.array([[[[5, 2], [13, 15]]]]), 2))]),
+    _nd("max_unpool3d", [
+        Sample((rand(1, 1, 1, 1, 2), np.array([[[[[5, 10]]]]]), 2))]),
+]

@@ -174,3 +174,39 @@ OPS += [
                     name="ndim")],
         ref=_pixel_shuffle_ref),
 ]
+
+
+def _pixel_unshuffle_ref(x, r):
+    *lead, c, h, w = x.shape
+    k = len(lead)
+    y = x.reshape(*lead, c, h // r, r, w // r, r)
+    y = np.transpose(y, tuple(range(k)) + (k, k + 2, k + 4, k + 1, k + 3))
+    return y.reshape(*lead, c * r * r, h // r, w // r)
+
+
+OPS += [
+    _op("pixel_unshuffle", [Sample((rand(2, 2, 4, 6), 2)), Sample((rand(1, 3, 3), 3), name="3d"),
+                            Sample((rand(2, 2, 1, 4, 2), 2), name="5d"),
+                            Sample((rand(0, 1, 2, 2), 2), name="empty")],
+        [ErrorInput((rand(1, 1, 3, 2), 2), ValueError, ("pixel_unshuffle", "divisible"),
+                    name="spatial"),
+         ErrorInput((rand(4, 2), 2), ValueError, ("pixel_unshuffle", "(*, C, H, W)"),
+                    name="ndim")],
+        ref=_pixel_unshuffle_ref),
+]
+
+
+def _channel_shuffle_ref(x, g):
+    n, c, *rest = x.shape
+    return x.reshape(n, g, c // g, *rest).swapaxes(1, 2).reshape(x.shape)
+
+
+OPS += [
+    _op("channel_shuffle", [Sample((rand(2, 6, 3), 3)), Sample((rand(1, 4, 2, 2), 2), name="4d"),
+                            Sample((rand(0, 4, 2), 2), name="empty")],
+        [ErrorInput((rand(1, 5, 2), 2), ValueError, ("channel_shuffle", "divisible"),
+                    name="channels"),
+         ErrorInput((rand(4, 2), 2), ValueError, ("channel_shuffle", "(N, C, *)"), name="ndim")],
+        ref=_channel_shuffle_ref, amp=None,
+        amp_note="a composite of views (reshape, swapaxes), each governed by its own row"),
+]
