@@ -176,14 +176,17 @@ class Hardtanh(Module):
         return f"min_val={self.min_val}, max_val={self.max_val}"
 
 
-class ReLU6(Module):
-    """``min(max(x, 0), 6)``. ``inplace`` is ignored."""
+class ReLU6(Hardtanh):
+    """``min(max(x, 0), 6)``: a Hardtanh on [0, 6], as in PyTorch. ``inplace`` is ignored."""
 
     def __init__(self, inplace: bool = False):
-        super().__init__()
+        super().__init__(0.0, 6.0)
 
     def forward(self, x):
         return F.relu6(x)
+
+    def extra_repr(self) -> str:
+        return ""
 
 
 class Hardsigmoid(Module):

@@ -180,19 +180,25 @@ class _ConvNd(Module):
         return tuple(res)
 
 
-class Conv1d(_ConvNd):
-    """1-D convolution over ``(N, C_in, L)``; weight ``(C_out, C_in/groups, k)``."""
-
-    _ndim = 1
+class _Conv(_ConvNd):
+    """The constructor of Conv1d/2d/3d (PyTorch's arguments, plus MindSpore's ``pad_mode`` and
+    ``has_bias``); each public class derives from it alone, as in PyTorch."""
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
                  dilation=1, groups: int = 1, bias: bool | None = None,
                  padding_mode: str = "zeros", device=None, dtype=None, pad_mode=None,
                  has_bias=None):
-        bias = _bias("Conv1d", bias, pad_mode, has_bias)
-        padding = _pad_mode("Conv1d", pad_mode, padding)
+        name = type(self).__name__
+        bias = _bias(name, bias, pad_mode, has_bias)
+        padding = _pad_mode(name, pad_mode, padding)
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, device=device, dtype=dtype, padding_mode=padding_mode)
+
+
+class Conv1d(_Conv):
+    """1-D convolution over ``(N, C_in, L)``; weight ``(C_out, C_in/groups, k)``."""
+
+    _ndim = 1
 
     def forward(self, x):
         x, p = self._padded(x)
@@ -201,7 +207,7 @@ class Conv1d(_ConvNd):
                         self.groups)
 
 
-class Conv2d(_ConvNd):
+class Conv2d(_Conv):
     """2-D convolution over ``(N, C_in, H, W)``; weight ``(C_out, C_in/groups, kh, kw)``.
 
     Args:
@@ -217,42 +223,25 @@ class Conv2d(_ConvNd):
         has_bias: MindSpore's spelling of ``bias``.
     """
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, groups: int = 1, bias: bool | None = None,
-                 padding_mode: str = "zeros", device=None, dtype=None, pad_mode=None,
-                 has_bias=None):
-        bias = _bias("Conv2d", bias, pad_mode, has_bias)
-        padding = _pad_mode("Conv2d", pad_mode, padding)
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, device=device, dtype=dtype, padding_mode=padding_mode)
-
     def forward(self, x):
         x, p = self._padded(x)
         return F.conv2d(x, self.weight, self.bias, self.stride, p, self.dilation, self.groups)
 
 
-class Conv3d(_ConvNd):
+class Conv3d(_Conv):
     """3-D convolution over ``(N, C_in, D, H, W)``; weight ``(C_out, C_in/groups, kd, kh, kw)``
     (arguments as :class:`Conv2d`'s, with ``(d, h, w)`` triples)."""
 
     _ndim = 3
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, groups: int = 1, bias: bool | None = None,
-                 padding_mode: str = "zeros", device=None, dtype=None, pad_mode=None,
-                 has_bias=None):
-        bias = _bias("Conv3d", bias, pad_mode, has_bias)
-        padding = _pad_mode("Conv3d", pad_mode, padding)
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, device=device, dtype=dtype, padding_mode=padding_mode)
 
     def forward(self, x):
         x, p = self._padded(x)
         return F.conv3d(x, self.weight, self.bias, self.stride, p, self.dilation, self.groups)
 
 
-class ConvTranspose2d(_ConvNd):
-    """Transposed 2-D convolution; weight ``(C_in, C_out/groups, kh, kw)`` as in PyTorch."""
+class _ConvTranspose(_ConvNd):
+    """The constructor of ConvTranspose1d/2d/3d; each public class derives from it alone, as
+    in PyTorch."""
 
     _transposed = True
 
@@ -263,6 +252,10 @@ class ConvTranspose2d(_ConvNd):
                          groups, bias, output_padding=output_padding, device=device, dtype=dtype,
                          padding_mode=padding_mode)
 
+
+class ConvTranspose2d(_ConvTranspose):
+    """Transposed 2-D convolution; weight ``(C_in, C_out/groups, kh, kw)`` as in PyTorch."""
+
     def forward(self, x, output_size=None):
         """``output_size`` (optional): the spatial output size (with or without the leading
         dims), which picks ``output_padding`` as PyTorch does."""
@@ -271,7 +264,7 @@ class ConvTranspose2d(_ConvNd):
                                   self.dilation)
 
 
-class ConvTranspose1d(ConvTranspose2d):
+class ConvTranspose1d(_ConvTranspose):
     """Transposed 1-D convolution; weight ``(C_in, C_out/groups, k)`` as in PyTorch."""
 
     _ndim = 1
@@ -282,7 +275,7 @@ class ConvTranspose1d(ConvTranspose2d):
                                   self.dilation[0])
 
 
-class ConvTranspose3d(ConvTranspose2d):
+class ConvTranspose3d(_ConvTranspose):
     """Transposed 3-D convolution; weight ``(C_in, C_out/groups, kd, kh, kw)`` as in PyTorch."""
 
     _ndim = 3

@@ -12,7 +12,21 @@ __all__ = ["AlphaDropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
            "FeatureAlphaDropout"]
 
 
-class Dropout(Module):
+class _DropoutNd(Module):
+    """The dropout layers' shared base (PyTorch's ``_DropoutNd``): each public class derives
+    from it alone, so ``isinstance(m, nn.Dropout)`` is false for a Dropout2d, as in PyTorch."""
+
+    def __init__(self, p: float = 0.5, inplace: bool = False):
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"{type(self).__name__}: p must be in [0, 1], got {p}")
+        self.p = p
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
+class Dropout(_DropoutNd):
     """Randomly zero elements with probability ``p`` in training mode; identity in eval mode.
 
     Args:
@@ -20,22 +34,13 @@ class Dropout(Module):
         inplace: accepted for PyTorch compatibility and ignored.
     """
 
-    def __init__(self, p: float = 0.5, inplace: bool = False):
-        super().__init__()
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
-        self.p = p
-
     def forward(self, x):
         if not self.training or self.p == 0.0:
             return x
         return F.dropout(x, self.p, True)
 
-    def extra_repr(self) -> str:
-        return f"p={self.p}"
 
-
-class _FeatureDropout(Dropout):
+class _FeatureDropout(_DropoutNd):
     _spatial = 1
 
     def forward(self, x):
@@ -62,18 +67,16 @@ class Dropout3d(_FeatureDropout):
     _spatial = 3
 
 
-class AlphaDropout(Dropout):
+class AlphaDropout(_DropoutNd):
     """Dropout for self-normalising (SELU) networks: dropped elements take SELU's negative
     saturation value and an affine map keeps the mean and variance (PyTorch's constants)."""
 
-    _feature = False
-
     def forward(self, x):
-        fn = F.feature_alpha_dropout if self._feature else F.alpha_dropout
-        return fn(x, self.p, self.training)
+        return F.alpha_dropout(x, self.p, self.training)
 
 
-class FeatureAlphaDropout(AlphaDropout):
+class FeatureAlphaDropout(_DropoutNd):
     """:class:`AlphaDropout` of whole channels of ``(N, C, *)`` input."""
 
-    _feature = True
+    def forward(self, x):
+        return F.feature_alpha_dropout(x, self.p, self.training)

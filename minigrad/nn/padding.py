@@ -53,93 +53,122 @@ class _PadNd(Module):
         return s + (f", value={self.value}" if self._mode == "constant" and self.value else "")
 
 
-class ConstantPad1d(_PadNd):
-    """Pad the last axis with ``value``."""
-
+class _ConstantPadNd(_PadNd):
     def __init__(self, padding, value: float):
         super().__init__(padding, value)
 
 
-class ConstantPad2d(ConstantPad1d):
+class _ReflectionPadNd(_PadNd):
+    _mode = "reflect"
+
+
+class _ReplicationPadNd(_PadNd):
+    _mode = "replicate"
+
+
+class _CircularPadNd(_PadNd):
+    _mode = "circular"
+
+
+# One class per PyTorch name, each a subclass of its own family's base only: as in PyTorch,
+# ``isinstance(m, nn.ReflectionPad1d)`` is false for a ReflectionPad2d, and a ZeroPadNd is a
+# ConstantPadNd.
+
+
+class ConstantPad1d(_ConstantPadNd):
+    """Pad the last axis with ``value``."""
+
+    _ndim = 1
+
+
+class ConstantPad2d(_ConstantPadNd):
     """Pad the last two axes with ``value``."""
 
     _ndim = 2
 
 
-class ConstantPad3d(ConstantPad1d):
+class ConstantPad3d(_ConstantPadNd):
     """Pad the last three axes with ``value``."""
 
     _ndim = 3
 
 
-class ZeroPad1d(_PadNd):
+class ZeroPad1d(ConstantPad1d):
     """Pad the last axis with zeros."""
+
+    _ndim = 1
 
     def __init__(self, padding):
         super().__init__(padding, 0.0)
 
 
-class ZeroPad2d(ZeroPad1d):
+class ZeroPad2d(ConstantPad2d):
     """Pad the last two axes with zeros."""
 
     _ndim = 2
 
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
 
-class ZeroPad3d(ZeroPad1d):
+
+class ZeroPad3d(ConstantPad3d):
     """Pad the last three axes with zeros."""
 
     _ndim = 3
 
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
 
-class ReflectionPad1d(ZeroPad1d):
+
+class ReflectionPad1d(_ReflectionPadNd):
     """Pad the last axis with its reflection (the edge itself is not repeated)."""
 
-    _mode = "reflect"
+    _ndim = 1
 
 
-class ReflectionPad2d(ReflectionPad1d):
-    """Pad the last two axes with their reflection."""
-
-    _ndim = 2
-
-
-class ReflectionPad3d(ReflectionPad1d):
-    """Pad the last three axes with their reflection."""
-
-    _ndim = 3
-
-
-class ReplicationPad1d(ZeroPad1d):
-    """Pad the last axis by repeating its edge values."""
-
-    _mode = "replicate"
-
-
-class ReplicationPad2d(ReplicationPad1d):
-    """Pad the last two axes by repeating their edge values."""
+class ReflectionPad2d(_ReflectionPadNd):
+    """Pad the last two axes with its reflection (the edge itself is not repeated)."""
 
     _ndim = 2
 
 
-class ReplicationPad3d(ReplicationPad1d):
-    """Pad the last three axes by repeating their edge values."""
+class ReflectionPad3d(_ReflectionPadNd):
+    """Pad the last three axes with its reflection (the edge itself is not repeated)."""
 
     _ndim = 3
 
 
-class CircularPad1d(ZeroPad1d):
+class ReplicationPad1d(_ReplicationPadNd):
+    """Pad the last axis by repeating the edge values."""
+
+    _ndim = 1
+
+
+class ReplicationPad2d(_ReplicationPadNd):
+    """Pad the last two axes by repeating the edge values."""
+
+    _ndim = 2
+
+
+class ReplicationPad3d(_ReplicationPadNd):
+    """Pad the last three axes by repeating the edge values."""
+
+    _ndim = 3
+
+
+class CircularPad1d(_CircularPadNd):
     """Pad the last axis by wrapping around (periodic boundary)."""
 
-    _mode = "circular"
+    _ndim = 1
 
 
-class CircularPad2d(CircularPad1d):
-    """Pad the last two axes by wrapping around."""
+class CircularPad2d(_CircularPadNd):
+    """Pad the last two axes by wrapping around (periodic boundary)."""
 
     _ndim = 2
 
 
-class CircularPad3d(CircularPad1d):
-    """Pad the last three axes by wrapping around."""
+class CircularPad3d(_CircularPadNd):
+    """Pad the last three axes by wrapping around (periodic boundary)."""
 
     _ndim = 3
