@@ -20,6 +20,14 @@ from .optimizer import state_dtype
 __all__ = ["Frame", "host_step", "lerp"]
 
 
+def frames(group: dict, found_inf):
+    """The :class:`Frame` of every parameter of ``group`` that has a gradient, with the group's
+    ``maximize`` and L2 ``weight_decay`` applied (parameters without one are left alone)."""
+    for p in group["params"]:
+        if p.grad is not None:
+            yield Frame(p, found_inf, group["maximize"], group["weight_decay"])
+
+
 class Frame:
     """One parameter's update: ``w`` and ``g`` in the state dtype ``c``, ``ok`` the mask."""
 

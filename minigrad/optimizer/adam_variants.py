@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._elementwise import Frame, host_step, lerp
+from ._elementwise import Frame, frames, host_step, lerp
 from .adam import check_adam_args, count_step
 from .optimizer import Optimizer, check_switches
 
@@ -40,10 +40,8 @@ class Adamax(Optimizer):
 
     def _update_group(self, group: dict, found_inf=None) -> None:
         beta1, beta2 = group["betas"]
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            f = Frame(p, found_inf, group["maximize"], group["weight_decay"])
+        for f in frames(group, found_inf):
+            p = f.p
             st = self.state.get(p)
             if st is None:
                 st = self.state[p] = {"step": 0, "exp_avg": f.zeros(), "exp_inf": f.zeros()}

@@ -8,7 +8,7 @@ Each keeps PyTorch's state names (``sum``; ``square_avg``/``acc_delta``; ``squar
 from __future__ import annotations
 
 from .. import _backend as B
-from ._elementwise import Frame, lerp
+from ._elementwise import frames, lerp
 from .adam import _advance, count_step
 from .optimizer import Optimizer, check_switches, state_dtype
 
@@ -63,10 +63,8 @@ class Adagrad(Optimizer):
             self.state[p] = _adagrad_state(p, group["initial_accumulator_value"])
 
     def _update_group(self, group: dict, found_inf=None) -> None:
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            f = Frame(p, found_inf, group["maximize"], group["weight_decay"])
+        for f in frames(group, found_inf):
+            p = f.p
             st = self.state.get(p)
             if st is None:  # a state dict loaded without this parameter's entry
                 st = self.state[p] = _adagrad_state(p, group["initial_accumulator_value"])
@@ -112,10 +110,8 @@ class Adadelta(Optimizer):
                                       maximize=maximize))
 
     def _update_group(self, group: dict, found_inf=None) -> None:
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            f = Frame(p, found_inf, group["maximize"], group["weight_decay"])
+        for f in frames(group, found_inf):
+            p = f.p
             st = self.state.get(p)
             if st is None:
                 st = self.state[p] = {"step": 0, "square_avg": f.zeros(),
@@ -160,10 +156,8 @@ class RMSprop(Optimizer):
                                       momentum=momentum, centered=centered, maximize=maximize))
 
     def _update_group(self, group: dict, found_inf=None) -> None:
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            f = Frame(p, found_inf, group["maximize"], group["weight_decay"])
+        for f in frames(group, found_inf):
+            p = f.p
             st = self.state.get(p)
             if st is None:
                 st = self.state[p] = {"step": 0, "square_avg": f.zeros()}
