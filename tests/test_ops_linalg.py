@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad._backend import kernels, matmul_paths
+from minigrad._backend import cpu_gemm, kernels, matmul_paths
 from minigrad.functional.matmul import addr, bmm, dot, einsum, linear, matmul
 from minigrad.testing import gradcheck, gradgradcheck
 
@@ -37,19 +37,45 @@ def test_matmul_inner_mismatch_error(device):
         matmul(t(np.ones((2, 3)), device), t(np.ones((4, 5)), device))
 
 
-@pytest.mark.parametrize("rows, b_layout, k", [(6, "F", kernels._GEMV_MIN_REDUCTION),
-                                               (8, "F", kernels._GEMV_MIN_REDUCTION),
-                                               (9, "F", kernels._GEMV_MIN_REDUCTION),
-                                               (6, "C", kernels._GEMV_MIN_REDUCTION),
-                                               (4, "C", 25), (6, "C", 25), (7, "F", 25)])
-def test_cpu_gemm_shape_paths_match(rng, rows, b_layout, k):
-    # Few rows times a long reduction run as one GEMV per row; 5-7 rows are padded to 8.
+# (rows, reduction, columns, b's memory order, the form cpu_gemm takes): each form, its edges
+# and the neighbours that take another
+_GEMM_SHAPES = [
+    (6, 25, 20000, "C", "column blocks"), (4, 9, 8192, "C", "column blocks"),
+    (7, 128, 9000, "F", "column blocks"), (0, 25, 9000, "C", "column blocks"),
+    (3, 0, 9000, "C", "column blocks"),
+    (6, 8192, 25, "F", "reduction blocks"), (5, 12345, 64, "C", "reduction blocks"),
+    (1, 9000, 1, "F", "reduction blocks"),
+    (16, 6400, 150, "F", "transposed"), (8, 256, 100, "F", "transposed"),
+    (64, 400, 120, "F", "transposed"),
+    (16, 6400, 150, "C", "plain"), (65, 400, 120, "F", "plain"), (16, 255, 150, "F", "plain"),
+    (4, 25, 30, "C", "plain"), (8, 25, 9000, "C", "plain"),
+    (6, 25, 400, "C", "padded"), (7, 300, 30, "F", "padded"), (5, 129, 9000, "C", "padded"),
+]
+
+
+@pytest.mark.parametrize("rows, k, n, b_layout, how", _GEMM_SHAPES)
+def test_cpu_gemm_forms_match(rng, rows, k, n, b_layout, how):
+    # cpu_gemm rearranges skinny float32 products (column or reduction blocks, the transposed
+    # product, padded rows): each form gives the product, C-ordered, in float32
     a = rng.standard_normal((rows, k)).astype(np.float32)
-    b = rng.standard_normal((25, a.shape[1])).astype(np.float32).T
-    b = np.asarray(b, order=b_layout)
+    b = np.asarray(rng.standard_normal((k, n)).astype(np.float32), order=b_layout)
+    assert cpu_gemm.form(a, b) == how
     out = kernels.matmul(a, b)
-    assert out.dtype == np.float32 and out.shape == (rows, 25) and out.flags.c_contiguous
-    np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-4, atol=1e-3)
+    assert out.dtype == np.float32 and out.shape == (rows, n) and out.flags.c_contiguous
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-4, atol=2e-3)
+
+
+def test_cpu_gemm_blocks_propagate_non_finite():
+    # a NaN or inf in one reduction or column block reaches the entries it feeds, as in one GEMM
+    a = np.ones((6, 9000), np.float32)
+    b = np.ones((9000, 25), np.float32, order="F")
+    a[2, 8500], b[100, 3] = np.nan, np.inf
+    ref = np.matmul(a.astype(np.float64), b)
+    np.testing.assert_array_equal(np.isnan(kernels.matmul(a, b)), np.isnan(ref))
+    a2, b2 = np.ones((6, 25), np.float32), np.ones((25, 20000), np.float32)
+    b2[3, 15000] = np.inf
+    out = kernels.matmul(a2, b2)
+    assert np.isinf(out[:, 15000]).all() and np.isfinite(np.delete(out, 15000, axis=1)).all()
 
 
 def test_bmm(device, rng):

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from . import blas, lowp_cpu, matmul_paths
+from . import cpu_gemm, lowp_cpu, matmul_paths
 from .dtypes import bfloat16, float16, float32, is_low_precision, widest_float
 
 __all__ = ["matmul", "matmul_bias", "emulated_matmul", "sum_fp32", "clamp", "relu_grad",
@@ -172,11 +172,11 @@ def matmul(a, b):
             # float32, where NumPy has no rule)
             out_dtype = widest_float((a.dtype, b.dtype))
             matmul_paths.note("cpu-emulated-fp32-accumulate")
-            y = _cpu_matmul(lowp_cpu.widen(a).astype(float32, copy=False),
+            y = cpu_gemm.matmul(lowp_cpu.widen(a).astype(float32, copy=False),
                             lowp_cpu.widen(b).astype(float32, copy=False))
             return lowp_cpu.narrow(y, out_dtype)
         matmul_paths.note("cpu")
-        return _cpu_matmul(a, b)
+        return cpu_gemm.matmul(a, b)
     from . import gpu_matmul  # CuPy only; imported lazily so CPU users never load it
     return gpu_matmul.matmul(a, b)
 
@@ -193,7 +193,7 @@ def matmul_bias(a, b, bias):
         return y
     if type(a) is np.ndarray:
         matmul_paths.note("cpu-emulated-fp32-accumulate")
-        y = _cpu_matmul(lowp_cpu.widen(a), lowp_cpu.widen(b))
+        y = cpu_gemm.matmul(lowp_cpu.widen(a), lowp_cpu.widen(b))
         y += lowp_cpu.widen(bias)
         return lowp_cpu.narrow(y, a.dtype)
     from . import gpu_matmul
@@ -205,38 +205,10 @@ def emulated_matmul(a, b, dtype, bias=None):
     to float32 (and keeps, for its backward): one float32 GEMM, the bias added to the float32
     result, rounded once to ``dtype``."""
     matmul_paths.note("cpu-emulated-fp32-accumulate")
-    y = _cpu_matmul(a, b)
+    y = cpu_gemm.matmul(a, b)
     if bias is not None:
         y += bias
     return lowp_cpu.narrow(y, dtype)
-
-
-# Two shapes OpenBLAS's float32 GEMM runs slowly (measured on x86-64 with its Haswell kernels):
-# - a few rows times a long reduction (a conv weight gradient, LeNet's 6 x 57344 x 25) is 2-3x
-#   faster as one GEMV per row;
-# - 5 to 7 rows (any k, n) take an edge path 1.3-2x slower than 8 rows, so pad to 8.
-_GEMV_MAX_ROWS, _GEMV_MIN_REDUCTION = 8, 8192
-_SLOW_ROWS, _PADDED_ROWS = range(5, 8), 8
-
-
-def _cpu_matmul(a, b):
-    if a.ndim != 2 or b.ndim != 2 or a.dtype != float32 or b.dtype != float32:
-        if a.ndim and b.ndim:  # (batched) products: operations of the larger batch
-            n = b.shape[-1] if b.ndim > 1 else 1
-            blas.for_flops(2 * max(a.size * n, b.size * (a.shape[-2] if a.ndim > 1 else 1)))
-        return np.matmul(a, b)
-    m = a.shape[0]
-    blas.for_flops(2 * a.size * b.shape[1])
-    if m <= _GEMV_MAX_ROWS and a.shape[1] >= _GEMV_MIN_REDUCTION and b.T.flags.c_contiguous:
-        out = np.empty((m, b.shape[1]), dtype=float32)
-        for i in range(m):
-            np.matmul(b.T, a[i], out=out[i])  # b.T is C-ordered: a contiguous GEMV
-        return out
-    if m in _SLOW_ROWS:
-        padded = np.zeros((_PADDED_ROWS, a.shape[1]), dtype=float32)
-        padded[:m] = a
-        return np.matmul(padded, b)[:m]  # the first m rows of a C-ordered array: contiguous
-    return np.matmul(a, b)
 
 
 def clamp(x, lower=None, upper=None):
