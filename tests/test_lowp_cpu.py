@@ -87,10 +87,21 @@ def run(fn, *arrays):
 
 
 # ------------------------------------------------------------------------------------ casts
-def test_float16_widen_is_astype_for_every_bit_pattern():
+@pytest.fixture(params=["f16c", "numpy"])
+def cast_kernels(request, monkeypatch):
+    """Each float16 cast test runs on the C extension's F16C kernels (where they were built and
+    the CPU has F16C) and on their NumPy twin."""
+    if request.param == "f16c" and not lowp_cpu.F16C:
+        pytest.skip("the _f16c extension is not built here, or the CPU lacks F16C")
+    monkeypatch.setattr(lowp_cpu, "F16C", request.param == "f16c")
+    return request.param
+
+
+def test_float16_widen_is_astype_for_every_bit_pattern(cast_kernels):
     every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(F16)
-    same = bits(lowp_cpu.widen(every)) == bits(every.astype(np.float32))
-    assert same.all()
+    for a in (every, every[5:], every[:0xFC05]):  # ragged ends: quiet, then signalling NaNs
+        same = bits(lowp_cpu.widen(a)) == bits(a.astype(np.float32))
+        assert same.all()
 
 
 def _float32_probe():
@@ -109,15 +120,45 @@ def _float32_probe():
     return allb.astype(np.uint32).view(np.float32)
 
 
-def test_float16_narrow_is_astype():
+@pytest.mark.parametrize("finite", [True, False], ids=["finite", "with-inf-nan-overflow"])
+def test_float16_narrow_is_astype(cast_kernels, finite):
+    # finite values that stay finite take the F16C kernel whole; an array holding an inf, a NaN
+    # or a value that overflows is handed back to the NumPy kernel (NumPy's NaN bits, warning)
     x = _float32_probe()
+    if finite:
+        x = x[np.abs(x) < 65520]
+        if cast_kernels == "f16c":
+            assert lowp_cpu._native_cast(x, F16) is not None
     same_bits_exact = bits(lowp_cpu.narrow(x, F16)) == bits(x.astype(F16))
     assert same_bits_exact.all(), x[~same_bits_exact][:5]
 
 
+def _bfloat16_probe():
+    """float32 bit patterns: random, and every bfloat16 value and the points around its
+    halfway to the next one (ties round to even), subnormals and overflow included."""
+    rand = np.random.default_rng(4).integers(0, 1 << 32, 1 << 20, dtype=np.int64)
+    top = np.arange(1 << 16, dtype=np.int64) << 16
+    near = [top + d for d in (0, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF)]
+    return (np.concatenate([rand, *near]) & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+
+
+@pytest.mark.parametrize("finite", [True, False], ids=["no-nan", "with-nan"])
+def test_bfloat16_narrow_is_astype(cast_kernels, finite):
+    # NaN-free arrays take the C kernel whole (infinities and overflow included); one NaN hands
+    # the array to ml_dtypes, whose NaN is its own
+    x = _bfloat16_probe()
+    if finite:
+        x = x[~np.isnan(x)]
+        if cast_kernels == "f16c":
+            assert lowp_cpu._native_cast(x, BF16) is not None
+    for part in (x, x[3:]):  # a ragged tail for the vector loop
+        same = bits(lowp_cpu.narrow(part, BF16)) == bits(part.astype(BF16))
+        assert same.all(), part[~same][:5]
+
+
 @pytest.mark.parametrize("shape,order", [((N,), "C"), ((300, 400), "F"), ((5000,), "C"),
                                          ((0,), "C"), ((), "C"), ((257, 513), "C")])
-def test_casts_keep_shape_and_layout(shape, order):
+def test_casts_keep_shape_and_layout(shape, order, cast_kernels):
     x = np.asarray(np.random.default_rng(2).standard_normal(shape), np.float32, order=order)
     for y, ref in ((lowp_cpu.narrow(x, F16), x.astype(F16)),
                    (lowp_cpu.widen(x.astype(F16)), x.astype(F16).astype(np.float32))):
@@ -126,14 +167,14 @@ def test_casts_keep_shape_and_layout(shape, order):
         assert (bits(y) == bits(ref)).all()
 
 
-def test_casts_of_strided_views():
+def test_casts_of_strided_views(cast_kernels):
     x = np.random.default_rng(3).standard_normal((400, 300)).astype(np.float32)[::2, 1::3]
     same_bits(casts.astype(x, F16), x.astype(F16))
     h = x.astype(F16)
     assert (bits(casts.astype(h[::3], np.float32)) == bits(h[::3].astype(np.float32))).all()
 
 
-def test_narrow_overflow_warns_as_astype():
+def test_narrow_overflow_warns_as_astype(cast_kernels):
     x = np.full(N, 70000.0, np.float32)
     with np.errstate(over="warn"), pytest.warns(RuntimeWarning, match="overflow"):
         y = lowp_cpu.narrow(x, F16)
