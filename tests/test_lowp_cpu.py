@@ -313,7 +313,7 @@ def _max_pool_reference(x, k):
 
 @pytest.mark.parametrize("dtype", LOW, ids=str)
 @pytest.mark.parametrize("nan", [False, True])
-def test_max_pool_same_values_and_gradient_routes(dtype, nan):
+def test_max_pool_same_values_and_gradient_routes(dtype, nan, cast_kernels):
     x = values(dtype, 8 * 6 * 28 * 28, seed=18).reshape(8, 6, 28, 28)
     if not nan:
         x[np.isnan(x.astype(np.float32))] = 0
@@ -376,3 +376,39 @@ def test_keep_selects_bits_of_any_dtype():
         a = values(F16, 1000, seed=23).astype(dt)
         m = np.random.default_rng(5).random(1000) < 0.5
         same_bits(lowp_cpu.keep(a, m), np.where(m, a, np.zeros((), dt)))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_training_steps_are_the_same_bits_on_both_cast_kernels(dtype, monkeypatch):
+    # LeNet-5 under autocast (float16 with its GradScaler): the C casts and their NumPy twin
+    # give the same losses and weights, bit for bit
+    if not lowp_cpu.F16C:
+        pytest.skip("the _f16c extension is not built here, or the CPU lacks F16C")
+    from minigrad import amp
+    from minigrad.autodiff import GradManager
+    from minigrad.models import lenet5
+    from minigrad.optimizer import SGD
+
+    x = np.random.default_rng(5).standard_normal((4, 16, 1, 32, 32)).astype(np.float32)
+    y = np.random.default_rng(6).integers(0, 10, (4, 16))
+
+    def train(native):
+        monkeypatch.setattr(lowp_cpu, "F16C", native)
+        mg.manual_seed(0)
+        model = lenet5()
+        opt = SGD(model.parameters(), lr=0.05, momentum=0.9)
+        gm = GradManager().attach(model.parameters())
+        scaler = amp.GradScaler() if dtype == "float16" else None
+        losses = []
+        for xb, yb in zip(x, y):
+            with amp.autocast(dtype=dtype), gm:
+                loss = F.cross_entropy(model(mg.tensor(xb)), mg.tensor(yb))
+                scaler.backward(gm, loss) if scaler else gm.backward(loss)
+            opt.step().clear_grad()
+            losses.append(loss.item())
+        return losses, [p.numpy() for p in model.parameters()]
+
+    (loss_c, w_c), (loss_np, w_np) = train(True), train(False)
+    assert loss_c == loss_np
+    for a, b in zip(w_c, w_np):
+        assert (bits(a) == bits(b)).all()
