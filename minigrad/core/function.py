@@ -342,7 +342,13 @@ class Cast(Function):
         return casts.astype(x, dtype)
 
     def backward(self, gy):
-        return Cast.apply(gy, dtype=self.src_dtype) if gy.dtype != self.src_dtype else gy
+        if gy.dtype == self.src_dtype:
+            return gy
+        if not grad_enabled.get() and not dispatch_hooks.get():
+            # neither recorded nor watched (functional's fast_backward): the cast on the array,
+            # without an op's dispatch (autocast puts about ten of these in every step)
+            return _make(casts.astype(gy._data, self.src_dtype), False, None, 0)
+        return Cast.apply(gy, dtype=self.src_dtype)
 
 
 # ----------------------------------------------------------------------- PyTorch's ctx protocol
