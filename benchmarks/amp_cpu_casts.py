@@ -103,6 +103,8 @@ def cast_speeds(repeats: int) -> dict:
         "float16 -> float32": (c and (lambda: c(h, np.float32)), lambda: lowp_cpu._widen_f16(h),
                                lambda: h.astype(np.float32)),
         "float32 -> bfloat16": (c and (lambda: c(x, bf.dtype)), None, lambda: x.astype(bf.dtype)),
+        "bfloat16 -> float32": (c and (lambda: c(bf, np.float32)), None,
+                                lambda: bf.astype(np.float32)),
     }
 
     def ns(fn):

@@ -104,6 +104,12 @@ def test_float16_widen_is_astype_for_every_bit_pattern(cast_kernels):
         assert same.all()
 
 
+def test_bfloat16_widen_is_astype_for_every_bit_pattern(cast_kernels):
+    every = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(BF16)
+    for a in (every, every[5:]):  # ragged end
+        assert (bits(lowp_cpu.widen(a)) == bits(a.astype(np.float32))).all()
+
+
 def _float32_probe():
     """float32 bit patterns: random, and every float16 value and halfway point +-1 and +-2
     ulps of float32 (where rounding to nearest even decides), around every binade."""
