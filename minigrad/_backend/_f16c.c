@@ -13,7 +13,8 @@
  *                        quieted as the instruction does); bfloat16 -> float32 is a shift.
  * Optional: setup.py builds this module when a C compiler is there; without it (or without
  * F16C in the CPU, or off x86-64) minigrad uses its NumPy kernels. The GIL is released while
- * converting. Arrays come in through the buffer protocol as C-contiguous uint32/uint16 views.
+ * converting. Arrays come in through the buffer protocol, C-contiguous, of the element sizes
+ * the names say.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -244,15 +245,15 @@ static PyMethodDef methods[] = {
     {"available", py_available, METH_NOARGS,
      "available() -> bool: this CPU has F16C and AVX (else the functions must not be used)."},
     {"narrow", py_narrow, METH_VARARGS,
-     "narrow(src_uint32, dst_uint16) -> bool: float32 bits to float16 bits, rounded to nearest "
+     "narrow(src_float32, dst_float16) -> bool: float32 to float16, rounded to nearest "
      "even; False when an element was inf, NaN or overflowed (redo it with NumPy)."},
     {"widen", py_widen, METH_VARARGS,
-     "widen(src_uint16, dst_uint32) -> True: float16 bits to float32 bits, as NumPy converts."},
+     "widen(src_float16, dst_float32) -> True: float16 to float32, as NumPy converts."},
     {"narrow_bf16", py_narrow_bf16, METH_VARARGS,
-     "narrow_bf16(src_uint32, dst_uint16) -> bool: float32 bits to bfloat16 bits, rounded to "
+     "narrow_bf16(src_float32, dst_bfloat16) -> bool: float32 to bfloat16, rounded to "
      "nearest even; False when an element was NaN (redo it with ml_dtypes)."},
     {"widen_bf16", py_widen_bf16, METH_VARARGS,
-     "widen_bf16(src_uint16, dst_uint32) -> True: bfloat16 bits to float32 bits (a shift)."},
+     "widen_bf16(src_bfloat16, dst_float32) -> True: bfloat16 to float32 (a shift)."},
     {NULL, NULL, 0, NULL},
 };
 
