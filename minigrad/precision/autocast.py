@@ -26,6 +26,7 @@ casts afresh instead. The cache is cleared when the outermost region exits.
 from __future__ import annotations
 
 import copy
+import functools
 import warnings
 
 import numpy as np
@@ -102,6 +103,14 @@ def get_autocast_dtype(device_type=None):
     return st.dtype
 
 
+@functools.lru_cache(maxsize=16)
+def _reasons(low, high) -> tuple:
+    """The ``amp_reason`` strings of the casting categories (built once: formatting a NumPy
+    dtype costs microseconds, and a policy is made for every region)."""
+    return (f"autocast:{_LOWER}({low})", f"autocast:{_FP32}({high})",
+            f"autocast:{_LOWER_INPUT}({low}, params {high})")
+
+
 class AutocastPolicy:
     """The object installed in ``dispatch_policy``; ``cast_inputs`` is on every op's hot path.
 
@@ -129,9 +138,7 @@ class AutocastPolicy:
         self.cache = cache
         self._low_set = _FLOATS - {low}     # dtypes the LOWER category casts down
         self._high_set = _FLOATS - {high}   # dtypes the FP32 category casts up
-        self._r_low = f"autocast:{_LOWER}({low})"
-        self._r_high = f"autocast:{_FP32}({high})"
-        self._r_lin = f"autocast:{_LOWER_INPUT}({low}, params {high})"
+        self._r_low, self._r_high, self._r_lin = _reasons(low, high)
 
     def cast_inputs(self, fn_cls, inputs):
         """Return ``(inputs, compute_dtype, reason)`` for op ``fn_cls`` per the table."""
