@@ -16,7 +16,9 @@ copied from minigrad's model, so both frameworks compute the same thing (the ``|
 is the first-step loss difference; ``vs fp32`` is a run's time over its framework's float32
 time).
 
-    python benchmarks/cpu_training.py [--repeats 5] [--json results.json]
+``--batch 1`` times the fixed cost of a step (s/epoch / 1437 is the time per step).
+
+    python benchmarks/cpu_training.py [--repeats 5] [--batch 64] [--json results.json]
 """
 
 from __future__ import annotations
@@ -169,7 +171,8 @@ def bench_lenet(torch, warmup: int, repeats: int) -> list:
     times = interleaved_medians(fns, repeats, warmup)
     rows = []
     for label, low in LENET_PRECISIONS.items():
-        res = {"name": f"LeNet-5 {label}, s/epoch", "minigrad": times[("minigrad", label)],
+        name = f"LeNet-5 {label}, s/epoch" + (f" (batch {BATCH})" if BATCH != 64 else "")
+        res = {"name": name, "minigrad": times[("minigrad", label)],
                "unit": "s", "vs_fp32": {"minigrad": times[("minigrad", label)]
                                         / times[("minigrad", "float32")]}}
         if torch:
@@ -226,12 +229,15 @@ def bench_mlp(torch, warmup: int, repeats: int) -> dict:
 
 
 def main(argv=None) -> list:
+    global BATCH
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--repeats", type=int, default=5, help="timed repeats (median reported)")
     p.add_argument("--warmup", type=int, default=1, help="untimed warm-up runs")
     p.add_argument("--no-torch", action="store_true", help="skip the PyTorch reference")
+    p.add_argument("--batch", type=int, default=BATCH, help="images (MLP rows) per step")
     p.add_argument("--json", default=None, help="also write the results to this JSON file")
     args = p.parse_args(argv)
+    BATCH = args.batch
 
     threads = numpy_threads()
     torch = None
@@ -247,18 +253,19 @@ def main(argv=None) -> list:
     print(f"\nCPU training benchmark ({platform.processor() or platform.machine()}, "
           f"{threads} BLAS threads, numpy {np.__version__}"
           + (f", torch {torch.__version__})" if torch else ")"))
-    print(f"{'benchmark':<31}{'minigrad':>10}{'pytorch':>10}{'ratio':>8}{'|dloss|':>10}"
+    w = max(31, *(len(r["name"]) + 1 for r in rows))
+    print(f"{'benchmark':<{w}}{'minigrad':>10}{'pytorch':>10}{'ratio':>8}{'|dloss|':>10}"
           f"{'mg vs fp32':>12}{'pt vs fp32':>12}")
     for r in rows:
         vs = r.get("vs_fp32", {})
         vs_mg = f"{vs['minigrad']:.2f}x" if "minigrad" in vs else "-"
         vs_pt = f"{vs['pytorch']:.2f}x" if "pytorch" in vs else "-"
         if "pytorch" in r:
-            print(f"{r['name']:<31}{r['minigrad']:>10.3f}{r['pytorch']:>10.3f}"
+            print(f"{r['name']:<{w}}{r['minigrad']:>10.3f}{r['pytorch']:>10.3f}"
                   f"{r['minigrad'] / r['pytorch']:>7.2f}x{r['check']:>10.1e}{vs_mg:>12}"
                   f"{vs_pt:>12}")
         else:
-            print(f"{r['name']:<31}{r['minigrad']:>10.3f}{'-':>10}{'-':>8}{'-':>10}{vs_mg:>12}"
+            print(f"{r['name']:<{w}}{r['minigrad']:>10.3f}{'-':>10}{'-':>8}{'-':>10}{vs_mg:>12}"
                   f"{'-':>12}")
     print("ratio = minigrad time / PyTorch time (lower is better for minigrad); |dloss| = "
           "first-step loss difference (same weights, same data); vs fp32 = the run's time over "
