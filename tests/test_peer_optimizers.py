@@ -248,6 +248,29 @@ def test_reduce_on_plateau_follows_pytorch(kw):
         assert s.num_bad_epochs == ts.num_bad_epochs and s.best == ts.best
 
 
+def test_reduce_on_plateau_is_an_lr_scheduler_as_in_pytorch():
+    # PyTorch 2.2+ derives it from LRScheduler: isinstance dispatch in training loops sees it
+    ours, theirs = _sgd_pair()
+    s, ts = L.ReduceLROnPlateau(ours, patience=0), TL.ReduceLROnPlateau(theirs, patience=0)
+    assert isinstance(s, L.LRScheduler) and isinstance(ts, TL.LRScheduler)
+    assert s.get_last_lr() == ts.get_last_lr() == [0.1, 0.05]  # no construction step
+    with pytest.raises(NotImplementedError):
+        s.get_lr()
+    for m in (1.0, 2.0):                         # the second reduces
+        s.step(m)
+        ts.step(m)
+    state = s.state_dict()
+    assert s.get_last_lr() == ts.get_last_lr() == state["_last_lr"]
+    assert "optimizer" not in state and sorted(state) == sorted(
+        k for k in ts.state_dict() if k not in ("default_min_lr", "mode_worse"))
+    for g in ours.param_groups:
+        g["lr"] = 0.3
+    fresh = L.ReduceLROnPlateau(ours, patience=0)
+    fresh.load_state_dict(state)                 # the optimizer's rates stay its own
+    assert [g["lr"] for g in ours.param_groups] == [0.3, 0.3]
+    assert fresh.best == 1.0 and fresh.get_last_lr() == state["_last_lr"]
+
+
 def test_a_users_get_lr_drives_the_scheduler():
     class Halving(L.LRScheduler):          # PyTorch style: override get_lr
         def get_lr(self):

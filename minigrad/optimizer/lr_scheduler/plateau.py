@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import math
 
-from .base import _per_group
+from .base import LRScheduler, _per_group
 
-class ReduceLROnPlateau:
+class ReduceLROnPlateau(LRScheduler):
     """Divide the learning rate by ``1 / factor`` when ``metrics`` (passed to ``step``) has not
     improved for ``patience`` epochs (PyTorch's ``ReduceLROnPlateau``).
+
+    An ``LRScheduler``, as in PyTorch 2.2+ (code that tells schedulers apart with ``isinstance``
+    sees the same), but with no closed form and no construction step: the rate changes only
+    when ``step(metrics)`` says so, and ``get_lr()`` raises.
 
     Args:
         optimizer: the optimizer.
@@ -25,6 +29,7 @@ class ReduceLROnPlateau:
     def __init__(self, optimizer, mode: str = "min", factor: float = 0.1, patience: int = 10,
                  threshold: float = 1e-4, threshold_mode: str = "rel", cooldown: int = 0,
                  min_lr=0.0, eps: float = 1e-8):
+        # no LRScheduler.__init__: no initial_lr and no construction step (nor in PyTorch)
         if factor >= 1.0:
             raise ValueError("ReduceLROnPlateau: factor should be < 1.0")
         if mode not in ("min", "max"):
@@ -76,15 +81,15 @@ class ReduceLROnPlateau:
             self.num_bad_epochs = 0
         self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
 
-    def get_last_lr(self) -> list:
-        return list(self._last_lr)
+    def get_lr(self) -> list:
+        raise NotImplementedError("ReduceLROnPlateau.get_lr(): its rates change only in "
+                                  "step(metrics); read them with get_last_lr()")
 
     @property
     def in_cooldown(self) -> bool:
         return self.cooldown_counter > 0
 
-    def state_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
-
     def load_state_dict(self, state_dict: dict) -> None:
+        """Restore a state from ``state_dict()``; the optimizer's rates are left as they are
+        (PyTorch's: they are in the optimizer's own state)."""
         self.__dict__.update(state_dict)
