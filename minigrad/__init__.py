@@ -3,7 +3,8 @@ precision built into the engine."""
 
 from . import _backend
 from ._backend.dtypes import (
-    bfloat16, bool_, float16, float32, float64, int8, int16, int32, int64, uint8,
+    bfloat16, bool_, float16, float32, float64, get_default_dtype, int8, int16, int32, int64,
+    set_default_dtype, uint8,
 )
 from .core import Parameter, Tensor
 from .core.creation import (
@@ -45,6 +46,9 @@ __all__ = [
     "int64", "uint8", "bool_", "autodiff", "functional", "cuda", "save", "load", "amp", "data",
     "hub", "models", "nn", "optimizer", "autograd", "optim", "utils", "autocast",
     "clear_autocast_cache", "get_autocast_dtype", "is_autocast_available", "is_autocast_enabled",
-    "set_autocast_enabled", "set_default_device", "get_default_device",
+    "set_autocast_enabled", "set_default_device", "get_default_device", "set_default_dtype",
+    "get_default_dtype",
 ]
-__all__ += compat.torch.functions.EXPORTED  # mg.cat, mg.long, mg.device, ... (not mg.sum)
+# mg.cat, mg.long, mg.device, ... (not mg.sum); the names that are minigrad's own and PyTorch's
+# at once (set_default_dtype) are listed once
+__all__ += [n for n in compat.torch.functions.EXPORTED if n not in __all__]

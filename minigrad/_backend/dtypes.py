@@ -86,18 +86,82 @@ def finfo(dtype):
     return ml_dtypes.finfo(normalize_dtype(dtype))
 
 
+# ----------------------------------------------------------------------------- default dtype
+# The default dtype of each category, indexed by ``category()``: bool, int64 and the default
+# floating dtype, float32 unless ``set_default_dtype`` changed it. This list is the ONE place the
+# default float lives: every creation function, ``tensor(1.5)``, the layers' parameters and the
+# promotion rule below read ``_CATEGORY_DEFAULT[2]``. It is module state here, not a ContextVar in
+# ``minigrad.core.modes``, because (a) the promotion rule of this floor needs it and
+# ``minigrad._backend`` cannot import upward, and (b) PyTorch's default dtype is one setting for
+# the whole process, not a scoped mode: a ContextVar set in the main thread would not be seen by
+# threads started later (a data loader's workers would make float32 again). It is a mutable
+# one-item slot so readers index it instead of copying a module global that later goes stale.
+_CATEGORY_DEFAULT = [bool_, int64, float32]
+
+
+def get_default_dtype() -> np.dtype:
+    """The default floating dtype: float32 unless :func:`set_default_dtype` changed it.
+
+    It is the dtype of ``tensor(1.5)`` and of lists of Python floats, of ``zeros``/``ones``/
+    ``empty``/``rand``/``randn``/``normal``/``uniform``/``linspace``/``eye`` and float
+    ``full``/``arange`` without ``dtype=``, of new layers' parameters, and of an integer tensor
+    promoted with a Python float (``int64 tensor * 1.5``) or by a float-only op (true division).
+
+    Example:
+        >>> import minigrad as mg
+        >>> mg.get_default_dtype()
+        dtype('float32')
+    """
+    return _CATEGORY_DEFAULT[2]
+
+
+def set_default_dtype(dtype) -> None:
+    """Set the default floating dtype (PyTorch's ``torch.set_default_dtype``).
+
+    It is one setting for the whole process (every thread), like PyTorch's; restore the old
+    value yourself (``old = mg.get_default_dtype()`` ... ``mg.set_default_dtype(old)``). Tensors
+    that already exist keep their dtype, ``*_like`` functions follow their input, and autocast
+    is unaffected (its float32 ops still run in float32).
+
+    Args:
+        dtype: a floating dtype: ``mg.float32`` (the initial default), ``mg.float64``,
+            ``mg.float16`` or ``mg.bfloat16`` (PyTorch accepts these four too); names such as
+            ``"float64"`` work as everywhere in minigrad.
+
+    Raises:
+        TypeError: for a bool, integer or unknown dtype.
+
+    Example:
+        >>> import minigrad as mg
+        >>> mg.set_default_dtype(mg.float64)
+        >>> mg.tensor(1.5).dtype, mg.zeros(2).dtype, mg.tensor([1, 2]).dtype
+        (dtype('float64'), dtype('float64'), dtype('int64'))
+        >>> mg.set_default_dtype(mg.float32)
+    """
+    try:
+        d = normalize_dtype(dtype)
+    except (TypeError, ValueError):
+        d = None
+    # ``d is None`` first: NumPy reads a None dtype as float64, so ``None in _FLOATS`` is True.
+    if d is None or d not in _FLOATS:
+        raise TypeError(
+            f"set_default_dtype: only floating-point dtypes can be the default, got {dtype!r}; "
+            "use mg.float32, mg.float64, mg.float16 or mg.bfloat16 (pass dtype= to a creation "
+            "function for an integer or bool tensor)")
+    _CATEGORY_DEFAULT[2] = d
+
+
 # ----------------------------------------------------------------------------- promotion
 # PyTorch's type-promotion lattice, as data. Operands are ranked by category (bool < integer <
 # floating); within a category the tensors' dtypes combine (NumPy's integer rules agree with
 # PyTorch's; floats combine by ``widest_float``). Across categories the higher one wins *with its
 # own dtype* (int64 with float16 -> float16, never NumPy's float64). A Python scalar only
 # counts when its category is above every tensor's: then the result is the default dtype of
-# that category (2.5 with an int tensor -> float32; 1 with a bool tensor -> int64).
-DEFAULT_FLOAT = float32
+# that category (2.5 with an int tensor -> the default float, float32 unless changed; 1 with a
+# bool tensor -> int64).
 _CATEGORY = {bool_: 0, uint8: 1, int8: 1, int16: 1, int32: 1, int64: 1,
              float16: 2, bfloat16: 2, float32: 2, float64: 2}
 _SCALAR_CATEGORY = {bool: 0, int: 1, float: 2}
-_CATEGORY_DEFAULT = (bool_, int64, DEFAULT_FLOAT)
 
 
 def category(dtype) -> int:
@@ -147,11 +211,12 @@ def result_type(tensor_dtypes, scalar_types=(), zero_dim_dtypes=()) -> np.dtype:
             wrapped = _CATEGORY_DEFAULT[c]
     res = _combine(_promote_all(tensor_dtypes),
                    _combine(_promote_all(zero_dim_dtypes), wrapped))
-    return res if res is not None else DEFAULT_FLOAT
+    return res if res is not None else _CATEGORY_DEFAULT[2]
 
 
 def float_result_type(tensor_dtypes, scalar_types=(), zero_dim_dtypes=()) -> np.dtype:
     """``result_type`` for ops defined on floats only (exp, true division): a bool or integer
-    result becomes the default float dtype, float32 (PyTorch's ``exp(int64) -> float32``)."""
+    result becomes the default float dtype (PyTorch's ``exp(int64) -> float32`` unless
+    ``set_default_dtype`` changed it)."""
     res = result_type(tensor_dtypes, scalar_types, zero_dim_dtypes)
-    return res if res in _FLOATS else DEFAULT_FLOAT
+    return res if res in _FLOATS else _CATEGORY_DEFAULT[2]

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _backend as B
 from .._backend import random as _random
-from .._backend.dtypes import float32, normalize_dtype
+from .._backend.dtypes import float64, get_default_dtype, normalize_dtype
 from .tensor import Tensor, _same_array
 
 __all__ = [
@@ -68,6 +68,11 @@ def _xp(device):
     return B.cupy, device
 
 
+def _float_dtype(dtype):
+    """``dtype`` normalised; None means the default float dtype (``mg.set_default_dtype``)."""
+    return get_default_dtype() if dtype is None else normalize_dtype(dtype)
+
+
 def _created(arr, device, requires_grad):
     if device != "cpu":
         arr = B.to_device(arr, device)
@@ -75,33 +80,36 @@ def _created(arr, device, requires_grad):
         arr, False, None, 0)
 
 
-def zeros(*shape, dtype=float32, device=None, requires_grad=False) -> Tensor:
-    """A tensor of zeros."""
+def zeros(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of zeros (of the default dtype, ``mg.get_default_dtype()``, unless ``dtype``)."""
     xp, device = _xp(device)
     with _on(device):
-        return _created(xp.zeros(_shape(shape, "zeros"), dtype=normalize_dtype(dtype)), device,
+        return _created(xp.zeros(_shape(shape, "zeros"), dtype=_float_dtype(dtype)), device,
                         requires_grad)
 
 
-def ones(*shape, dtype=float32, device=None, requires_grad=False) -> Tensor:
-    """A tensor of ones."""
+def ones(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of ones (of the default dtype, ``mg.get_default_dtype()``, unless ``dtype``)."""
     xp, device = _xp(device)
     with _on(device):
-        return _created(xp.ones(_shape(shape, "ones"), dtype=normalize_dtype(dtype)), device,
+        return _created(xp.ones(_shape(shape, "ones"), dtype=_float_dtype(dtype)), device,
                         requires_grad)
 
 
-def empty(*shape, dtype=float32, device=None, requires_grad=False) -> Tensor:
+def empty(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """An uninitialised tensor (of the default dtype unless ``dtype``)."""
     xp, device = _xp(device)
     with _on(device):
-        return _created(xp.empty(_shape(shape, "empty"), dtype=normalize_dtype(dtype)), device,
+        return _created(xp.empty(_shape(shape, "empty"), dtype=_float_dtype(dtype)), device,
                         requires_grad)
 
 
 def full(shape, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """A tensor filled with ``fill_value`` (float32 for a Python float)."""
+    """A tensor filled with ``fill_value``: the default dtype for a Python float (float32
+    unless ``mg.set_default_dtype`` changed it), int64 for an int, bool for a bool."""
     if dtype is None:
-        dtype = float32 if isinstance(fill_value, float) else np.asarray(fill_value).dtype
+        dtype = get_default_dtype() if isinstance(fill_value, float) else \
+            np.asarray(fill_value).dtype
     xp, device = _xp(device)
     shape = _size(shape, "full")
     with _on(device):
@@ -120,7 +128,8 @@ def _alias(op, value, alias, names):
 
 def arange(start=None, stop=None, step=1, dtype=None, device=None, *, end=None,
            requires_grad=False) -> Tensor:
-    """Evenly spaced values in ``[start, stop)`` (int64 for ints, float32 for floats).
+    """Evenly spaced values in ``[start, stop)`` (int64 for ints; the default dtype, float32
+    unless ``mg.set_default_dtype`` changed it, when any bound or the step is a float).
 
     ``end=`` is PyTorch's spelling of ``stop`` (``arange(end=5)`` counts from 0).
     """
@@ -132,65 +141,80 @@ def arange(start=None, stop=None, step=1, dtype=None, device=None, *, end=None,
     if stop is None:
         raise TypeError("arange: missing the end of the range")
     if dtype is None:
-        dtype = np.int64 if all(isinstance(v, int) for v in (start, stop, step)) else float32
+        dtype = np.int64 if all(isinstance(v, int) for v in (start, stop, step)) else \
+            get_default_dtype()
     xp, device = _xp(device)
     with _on(device):
         return _created(xp.arange(start, stop, step, dtype=normalize_dtype(dtype)), device,
                         requires_grad)
 
 
-def linspace(start, stop=None, num=None, dtype=float32, device=None, *, end=None, steps=None,
+def linspace(start, stop=None, num=None, dtype=None, device=None, *, end=None, steps=None,
              requires_grad=False) -> Tensor:
     """``num`` evenly spaced values from ``start`` to ``stop`` inclusive (PyTorch's
-    ``end=``/``steps=`` too)."""
+    ``end=``/``steps=`` too), of the default dtype unless ``dtype``."""
     stop = _alias("linspace", stop, end, ("stop", "end"))
     num = _alias("linspace", num, steps, ("num", "steps"))
     if stop is None or num is None:
         raise TypeError("linspace: needs start, stop (end) and num (steps)")
     xp, device = _xp(device)
     with _on(device):
-        return _created(xp.linspace(start, stop, num, dtype=normalize_dtype(dtype)), device,
+        return _created(xp.linspace(start, stop, num, dtype=_float_dtype(dtype)), device,
                         requires_grad)
 
 
-def eye(n, m=None, dtype=float32, device=None) -> Tensor:
+def eye(n, m=None, dtype=None, device=None) -> Tensor:
+    """The ``n x m`` identity (``m`` defaults to ``n``), of the default dtype unless ``dtype``."""
     xp, device = _xp(device)
     with _on(device):
-        return _created(xp.eye(n, m, dtype=normalize_dtype(dtype)), device, False)
+        return _created(xp.eye(n, m, dtype=_float_dtype(dtype)), device, False)
 
 
 def _random_array(device, draw, dtype):
     device = B.normalize_device(device)
     gen = _random.generator(device)
     arr = draw(gen)
-    return arr.astype(normalize_dtype(dtype), copy=False)
+    return arr.astype(dtype, copy=False)
 
 
-def randn(*shape, dtype=float32, device=None, requires_grad=False) -> Tensor:
-    """Standard normal samples from the global generator (see ``mg.manual_seed``)."""
-    arr = _random_array(device,
-                        lambda g: g.standard_normal(_shape(shape, "randn"), dtype=np.float32),
-                        dtype)
+def _draw_dtype(dtype):
+    # float64 tensors get float64 draws (float32 ones would leave float64 samples on float32's
+    # grid); the other floats draw in float32, rounded once to float16/bfloat16. The float32
+    # stream is the same as ever, so seeded float32 programs reproduce.
+    return np.float64 if dtype == float64 else np.float32
+
+
+def randn(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Standard normal samples from the global generator (see ``mg.manual_seed``), of the
+    default dtype unless ``dtype``."""
+    dtype = _float_dtype(dtype)
+    arr = _random_array(device, lambda g: g.standard_normal(_shape(shape, "randn"),
+                                                            dtype=_draw_dtype(dtype)), dtype)
     return _created(arr, B.device_of(arr), requires_grad)
 
 
-def rand(*shape, dtype=float32, device=None, requires_grad=False) -> Tensor:
-    """Uniform samples in [0, 1)."""
-    arr = _random_array(device, lambda g: g.random(_shape(shape, "rand"), dtype=np.float32), dtype)
+def rand(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Uniform samples in [0, 1), of the default dtype unless ``dtype``."""
+    dtype = _float_dtype(dtype)
+    arr = _random_array(device, lambda g: g.random(_shape(shape, "rand"),
+                                                   dtype=_draw_dtype(dtype)), dtype)
     return _created(arr, B.device_of(arr), requires_grad)
 
 
-def normal(mean=0.0, std=1.0, size=(), dtype=float32, device=None) -> Tensor:
-    """Samples of ``N(mean, std**2)`` from the global generator."""
+def normal(mean=0.0, std=1.0, size=(), dtype=None, device=None) -> Tensor:
+    """Samples of ``N(mean, std**2)`` from the global generator, of the default dtype unless
+    ``dtype``."""
     size = _size(size, "normal")
-    arr = _random_array(device, lambda g: _random.normal(g, mean, std, size), dtype)
+    arr = _random_array(device, lambda g: _random.normal(g, mean, std, size), _float_dtype(dtype))
     return _created(arr, B.device_of(arr), False)
 
 
-def uniform(low=0.0, high=1.0, size=(), dtype=float32, device=None) -> Tensor:
-    """Samples of ``U[low, high)`` from the global generator."""
+def uniform(low=0.0, high=1.0, size=(), dtype=None, device=None) -> Tensor:
+    """Samples of ``U[low, high)`` from the global generator, of the default dtype unless
+    ``dtype``."""
     size = _size(size, "uniform")
-    arr = _random_array(device, lambda g: _random.uniform(g, low, high, size), dtype)
+    arr = _random_array(device, lambda g: _random.uniform(g, low, high, size),
+                        _float_dtype(dtype))
     return _created(arr, B.device_of(arr), False)
 
 
@@ -198,7 +222,7 @@ def randint(low, high=None, size=(), dtype=np.int64, device=None) -> Tensor:
     if high is None:
         low, high = 0, low
     size = _size(size, "randint")
-    arr = _random_array(device, lambda g: g.integers(low, high, size), dtype)
+    arr = _random_array(device, lambda g: g.integers(low, high, size), normalize_dtype(dtype))
     return _created(arr, B.device_of(arr), False)
 
 

@@ -6,6 +6,10 @@ exceptions and are per thread. Reading one costs a ``.get()``; the dispatch poin
 
 Modes of the backend below this floor (sync debugging, CUDA-graph capture, index debugging)
 live in ``minigrad._backend``, which cannot import upward.
+
+The default dtype (``mg.set_default_dtype``) is not a mode: like PyTorch's it is one setting for
+the whole process, not scoped or per thread, and the promotion rule in ``_backend.dtypes`` reads
+it, so it lives there (``_backend.dtypes.get_default_dtype``).
 """
 
 from __future__ import annotations

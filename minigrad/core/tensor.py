@@ -15,8 +15,8 @@ import numpy as np
 from .. import _backend as B
 from .._backend.dtypes import (
     category,
-    float32,
     float_result_type,
+    get_default_dtype,
     is_floating,
     is_numeric,
     normalize_dtype,
@@ -40,10 +40,12 @@ def _to_array(data, dtype, device, copy=True):
         arr = _to_array(data, dtype, device, copy=False)
         return arr.copy() if arr is data or getattr(arr, "base", None) is data else arr
     if dtype is None and not hasattr(data, "dtype"):
-        # Python floats (and lists of them) default to float32, as in PyTorch and MegEngine.
+        # Python floats (and lists of them) get the default float dtype (float32 unless
+        # set_default_dtype changed it), as in PyTorch; NumPy would make them float64. Read only
+        # on this path, one call returning a list item: tensor()'s cost does not change.
         data = np.asarray(data)
         if data.dtype == np.float64:
-            dtype = float32
+            dtype = get_default_dtype()
     return B.asarray(data, dtype=dtype, device=device)
 
 
@@ -62,7 +64,8 @@ class Tensor:
 
     Args:
         data: a list, scalar, NumPy or CuPy array, or Tensor.
-        dtype: e.g. ``mg.float32``, ``"float16"``; Python floats default to float32.
+        dtype: e.g. ``mg.float32``, ``"float16"``; Python floats get the default dtype
+            (float32 unless ``mg.set_default_dtype`` changed it).
         device: ``"cpu"`` (default) or ``"cuda[:N]"``.
         requires_grad: record ops on this tensor so backward reaches it.
         copy: copy an array (or Tensor) given as ``data`` (default, as ``torch.tensor``);

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._backend import casts, get_array_module
-from .._backend.dtypes import acc_dtype, bfloat16, float32, float64, int64, is_floating
+from .._backend.dtypes import (acc_dtype, bfloat16, float32, float64, get_default_dtype, int64,
+                               is_floating)
 from .._backend.indexing import (  # noqa: F401  (re-exported for the op families)
     check_index_range,
     poison,
@@ -135,7 +136,8 @@ def scalar_like(value, like):
 
 class WideUnary(Function):
     """Base of ``y = f(x)`` ops computed in float32 or wider (:func:`wide`) and returned in
-    ``x``'s dtype; an integer input gives a float32 result, as in PyTorch.
+    ``x``'s dtype; an integer input gives the default float dtype (float32 unless
+    ``mg.set_default_dtype`` changed it), as in PyTorch.
 
     Subclasses set ``name``, ``f = staticmethod(lambda xp, x: ...)``, ``keep`` (what backward
     reads: the input ``"x"`` or the output ``"y"``) and ``backward``.
@@ -145,7 +147,7 @@ class WideUnary(Function):
 
     def forward(self, x):
         if x.dtype.kind != "f" and x.dtype.kind != "V":
-            x = x.astype(float32)
+            x = x.astype(get_default_dtype())
         y = narrow(self.f(get_array_module(x), wide(x)), x.dtype)
         self.save_for_backward(x if self.keep == "x" else y)
         return y

@@ -10,10 +10,11 @@ logarithms, trigonometric and error functions are in ``transcendental``; activat
 ``activation``.
 
 Binary ops take Tensors or Python scalars on either side; dtypes promote as in PyTorch
-(``Function.promote``: int64 with float16 -> float16; div of integers -> float32), and a
-Python scalar never widens a float tensor (NumPy 2 treats it as weakly typed; bfloat16 is lifted
-by hand). Broadcast gradients are summed back to each input's shape. Backward passes use ops under
-``create_graph=True`` (so higher derivatives work) and one fused array expression otherwise.
+(``Function.promote``: int64 with float16 -> float16; div of integers -> the default float
+dtype, float32 unless changed), and a Python scalar never widens a float tensor (NumPy 2 treats
+it as weakly typed; bfloat16 is lifted by hand). Broadcast gradients are summed back to each
+input's shape. Backward passes use ops under ``create_graph=True`` (so higher derivatives work)
+and one fused array expression otherwise.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import math
 import operator
 
 from .._backend import get_array_module, kernels
-from .._backend.dtypes import float32
+from .._backend.dtypes import get_default_dtype
 from ..core.cast import cast
 from ..core.function import Function
 from ..core.modes import grad_enabled
@@ -464,7 +465,7 @@ class Where(Function):
     def forward(self, cond, a, b):
         xp = get_array_module(cond)
         if not hasattr(a, "dtype") and not hasattr(b, "dtype"):
-            dt = float32 if isinstance(a, float) or isinstance(b, float) else None
+            dt = get_default_dtype() if isinstance(a, float) or isinstance(b, float) else None
             a, b = xp.asarray(a, dtype=dt), xp.asarray(b, dtype=dt)
         a, b = _pair(a, b)
         self.cond = cond
@@ -512,10 +513,11 @@ def clip(x: Tensor, lower=None, upper=None) -> Tensor:
         return y if upper is None else minimum(y, upper)
     if x.dtype.kind in "biu":
         # PyTorch's promotion with the bounds: a float bound makes an integer or bool tensor
-        # float32 (never a clamp truncated to integers), an integer bound makes bool int64.
+        # the default float (never a clamp truncated to integers), an integer bound makes bool
+        # int64.
         floats = any(isinstance(b, float) and not isinstance(b, bool) for b in (lower, upper))
         if floats or x.dtype.kind == "b":
-            x = cast(x, float32 if floats else "int64")
+            x = cast(x, get_default_dtype() if floats else "int64")
     return Clip.apply(x, lower=lower, upper=upper)
 
 
@@ -760,7 +762,7 @@ def _integral(v) -> bool:
 
 class Copysign(Function):
     name = "copysign"
-    promote = "float"  # integers give float32, as in PyTorch
+    promote = "float"  # integers give the default float dtype, as in PyTorch
 
     def forward(self, a, b):
         a, b = _pair(a, b)
@@ -853,8 +855,9 @@ def _floating_operands(op, *xs):
 
 
 def copysign(input, other) -> Tensor:
-    """``|input|`` with the sign of ``other`` (broadcasting; integers give float32, as in
-    PyTorch). The gradient is ``+-1`` for ``input`` (0 where it is 0) and none for ``other``."""
+    """``|input|`` with the sign of ``other`` (broadcasting; integers give the default float
+    dtype, as in PyTorch). The gradient is ``+-1`` for ``input`` (0 where it is 0) and none
+    for ``other``."""
     return _binary(Copysign, input, other)
 
 

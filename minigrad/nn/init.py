@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .._backend import random as _random
-from .._backend.dtypes import float32, normalize_dtype
+from .._backend.dtypes import get_default_dtype, normalize_dtype
 from ..core.grad_mode import no_grad
 from ..core.tensor import Parameter, Tensor
 from ..core.creation import empty
@@ -143,6 +143,7 @@ def kaiming_normal_(tensor: Tensor, a: float = 0.0, mode: str = "fan_in",
 
 
 def _empty_param(shape, device=None, dtype=None) -> Parameter:
-    """An uninitialised Parameter (float32 unless ``dtype``) for a layer to fill."""
-    t = empty(tuple(shape), dtype=normalize_dtype(dtype) or float32, device=device)
+    """An uninitialised Parameter for a layer to fill, of ``dtype`` or, for None, the default
+    dtype (``mg.get_default_dtype()``, float32 unless changed), as PyTorch's layers."""
+    t = empty(tuple(shape), dtype=normalize_dtype(dtype) or get_default_dtype(), device=device)
     return Parameter(t._data)

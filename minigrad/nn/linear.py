@@ -32,7 +32,8 @@ class Linear(Module):
         in_features: size of the last input axis.
         out_features: size of the last output axis.
         bias: learn an additive bias.
-        device, dtype: where and in which dtype to create the parameters (cpu, float32).
+        device, dtype: where and in which dtype to create the parameters (default: the
+            default device and dtype, ``mg.get_default_device()``/``mg.get_default_dtype()``).
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 
 from .. import functional as F
-from .._backend.dtypes import float32, float64, int64, normalize_dtype
+from .._backend.dtypes import float32, float64, get_default_dtype, int64, normalize_dtype
 from ..core.creation import ones, zeros
 from . import init
 from .module import Module
@@ -33,7 +33,10 @@ class _BatchNorm(Module):
             self.register_parameter("bias", None)
         if track_running_stats:
             # Statistics stay float32 for low-precision layers: fp16 variances lose too much.
-            stat = float64 if dtype is not None and normalize_dtype(dtype) == float64 else float32
+            # Without dtype= they follow the default dtype, as the parameters do (float64 after
+            # mg.set_default_dtype(mg.float64), as in PyTorch).
+            stat = normalize_dtype(dtype) or get_default_dtype()
+            stat = float64 if stat == float64 else float32
             self.register_buffer("running_mean", zeros(num_features, dtype=stat, device=device))
             self.register_buffer("running_var", ones(num_features, dtype=stat, device=device))
             self.register_buffer("num_batches_tracked", zeros((), dtype=int64, device=device))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 
 from .._backend import get_array_module
-from .._backend.dtypes import float32, is_floating, normalize_dtype
+from .._backend.dtypes import get_default_dtype, is_floating, normalize_dtype
 from ..core.creation import full
 from ..core.tensor import Tensor
 from . import init
@@ -249,11 +249,12 @@ class Transformer(Module):
     @staticmethod
     def generate_square_subsequent_mask(sz: int, device=None, dtype=None) -> Tensor:
         """A ``(sz, sz)`` causal mask: ``-inf`` above the diagonal (future positions), 0 on
-        and below it; float32 unless ``dtype`` (a floating dtype) is given."""
+        and below it; of the default dtype (``mg.get_default_dtype()``) unless ``dtype`` (a
+        floating dtype) is given."""
         if isinstance(sz, bool) or not hasattr(type(sz), "__index__") or sz < 0:
             raise ValueError(f"Transformer.generate_square_subsequent_mask: sz must be an "
                              f"int >= 0, got {sz!r}")
-        dtype = float32 if dtype is None else normalize_dtype(dtype)
+        dtype = get_default_dtype() if dtype is None else normalize_dtype(dtype)
         if not is_floating(dtype):
             raise ValueError(f"Transformer.generate_square_subsequent_mask: dtype must be a "
                              f"floating dtype (the mask holds -inf), got {dtype}")

@@ -21,7 +21,9 @@ import numpy as np
 
 from ... import functional as F
 from ..._backend import random as _random
-from ..._backend.dtypes import bfloat16, bool_, float16, float32, float64, is_floating
+from ..._backend.dtypes import (
+    bfloat16, bool_, float16, float32, float64, get_default_dtype, is_floating, set_default_dtype,
+)
 from ...core import creation as _creation
 from ...core.device import Device
 from ...core.grad_mode import set_grad_enabled
@@ -274,11 +276,6 @@ def numel(input) -> int:
     return input.numel()
 
 
-def get_default_dtype():
-    """minigrad's default floating dtype: float32 (Python floats become float32 tensors)."""
-    return float32
-
-
 class inference_mode(set_grad_enabled):  # noqa: N801 - PyTorch's name
     """``torch.inference_mode(mode=True)``: a region (or decorated function) that records no
     graph, minigrad's ``no_grad``; ``mode=False`` leaves the grad mode as it is. Also
@@ -359,6 +356,7 @@ NAMES = dict(
     isclose=isclose, randn_like=randn_like, rand_like=rand_like, empty_like=empty_like,
     randint_like=randint_like, randperm=randperm, is_tensor=is_tensor,
     is_floating_point=is_floating_point, numel=numel, get_default_dtype=get_default_dtype,
+    set_default_dtype=set_default_dtype,
     inference_mode=inference_mode,
     # PyTorch's meanings where F's are MegEngine's (the Tensor methods share them): max/min
     # along a dim give (values, indices) and max(a, b) is elementwise; std/var divide by N - 1
