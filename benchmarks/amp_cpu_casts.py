@@ -24,12 +24,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
+import pathlib
 import pstats
-import time
+import sys
 
 import numpy as np
 
-import minigrad as mg
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from _timing import median_seconds  # noqa: E402  (sibling script, not a package)
+
+import minigrad as mg  # noqa: E402
 import minigrad.functional as F
 from minigrad import amp
 from minigrad.autodiff import GradManager
@@ -108,15 +112,7 @@ def cast_speeds(repeats: int) -> dict:
     }
 
     def ns(fn):
-        if fn is None:
-            return None
-        fn()
-        times = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t)
-        return float(np.median(times)) / x.size * 1e9
+        return None if fn is None else median_seconds(fn, repeats, warmup=1) / x.size * 1e9
     return {name: [ns(f) for f in fns] for name, fns in kernels.items()}
 
 
