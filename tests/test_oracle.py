@@ -305,12 +305,11 @@ DEVIATIONS = [
     (_SCALED_PRODUCTS, _INTEGERS, "dtype", "integer tensors with float scale factors (value, "
                                           "alpha, beta, margins) give float32, the exact "
                                           "result; PyTorch keeps int64"),
-    (frozenset("softmax log_softmax nn.logsoftmax softmin avg_pool1d avg_pool2d "
-               "nn.avg_pool2d adaptive_avg_pool2d batch_norm group_norm instance_norm "
-               "local_response_norm "
+    (frozenset("softmax log_softmax nn.logsoftmax softmin adaptive_avg_pool1d "
+               "adaptive_avg_pool2d batch_norm group_norm instance_norm local_response_norm "
                "scaled_dot_product_attention".split()), _NON_FLOAT, "refuses",
-     "integer or bool input is refused as float-only (PyTorch computes integer average pooling "
-     "in int64, and these ops over empty tensors)"),
+     "integer or bool input is refused as float-only (PyTorch computes these ops over empty "
+     "tensors)"),
     ({"unfold", "fold"}, _INTEGERS, "raises", "integer input is copied (unfold) or summed "
      "(fold) exactly; PyTorch's CPU im2col/col2im refuse it"),
     ({"local_response_norm"}, (np.float16, _BF16), "raises", "float16 or bfloat16 input of 4 "
@@ -318,9 +317,6 @@ DEVIATIONS = [
      "Half and BFloat16"),
     ({"avg_pool3d", "lp_pool3d"}, (np.float16, _BF16), "raises",
      "float16 and bfloat16 are computed (in float32); PyTorch's CPU avg_pool3d refuses them"),
-    ({"max_pool3d", "avg_pool3d", "adaptive_avg_pool1d"}, _NON_FLOAT, "refuses",
-     "integer or bool input is refused as float-only (a max pool pads with -inf, an average "
-     "is a float); PyTorch pools integers"),
     ({"pdist", "cdist", "multilabel_margin_loss", "ctc_loss"}, (np.float16, _BF16), "raises",
      "float16 and bfloat16 are computed (in float32); PyTorch's CPU kernels refuse them"),
     (_SCALED_PRODUCTS, _NON_FLOAT, "raises", "integer tensors with a float scale factor are "

@@ -3,15 +3,16 @@ adaptive average/max and power-average (LP) pooling in 1, 2 and 3 dimensions, an
 unpools, with PyTorch's arguments (dilation, ceil_mode, count_include_pad, divisor_override,
 return_indices).
 
-The computation is ``minigrad.functional``'s (``F.max_pool3d``, ``F.lp_pool2d``,
-``F.max_unpool1d``...; the 1-D/2-D max and average layers use ``functional.pooling_nd``'s
-general pools, which take dilation, ``ceil_mode`` and indices).
+The computation is ``minigrad.functional``'s: each layer calls its ``F`` function
+(``F.max_pool2d``, ``F.avg_pool3d``, ``F.lp_pool2d``, ``F.max_unpool1d``...) with its stored
+arguments. The arguments are checked at construction too, so a bad layer fails where it is
+built.
 """
 
 from __future__ import annotations
 
 from .. import functional as F
-from ..functional.pooling_nd import _avg_pool, _max_pool, _ntuple
+from ..functional.pooling import _ntuple
 from .module import Module
 
 __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
@@ -37,10 +38,9 @@ class _MaxPoolNd(Module):
             _ntuple(name, what, getattr(self, what), n)
 
     def forward(self, x):
-        name, n = type(self).__name__, self._ndim
-        return _max_pool(name, x, n, *(_ntuple(name, w, getattr(self, w), n) for w in (
-            "kernel_size", "stride", "padding", "dilation")), self.ceil_mode,
-            self.return_indices)
+        fn = (F.max_pool1d, F.max_pool2d, F.max_pool3d)[self._ndim - 1]
+        return fn(x, self.kernel_size, self.stride, self.padding, self.dilation,
+                  ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
@@ -48,19 +48,23 @@ class _MaxPoolNd(Module):
 
 
 class MaxPool1d(_MaxPoolNd):
-    """Maximum over windows of ``(N, C, L)`` input (stride defaults to the kernel size)."""
+    """Maximum over windows of ``(N, C, L)`` input (stride defaults to the kernel size):
+    ``F.max_pool1d`` with the layer's arguments; ``return_indices`` adds each maximum's
+    position in its row."""
 
     _ndim = 1
 
 
 class MaxPool2d(_MaxPoolNd):
     """Maximum over ``kernel_size`` windows of ``(N, C, H, W)`` input (stride defaults to the
-    kernel size); ``return_indices`` adds each maximum's flat position in its ``H*W`` plane."""
+    kernel size): ``F.max_pool2d`` with the layer's arguments; ``return_indices`` adds each
+    maximum's flat position in its ``H*W`` plane."""
 
 
 class MaxPool3d(_MaxPoolNd):
     """Maximum over windows of ``(N, C, D, H, W)`` input (stride defaults to the kernel
-    size)."""
+    size): ``F.max_pool3d`` with the layer's arguments; ``return_indices`` adds each
+    maximum's flat position in its ``D*H*W`` volume."""
 
     _ndim = 3
 
@@ -82,17 +86,20 @@ class _AvgPoolNd(Module):
             _ntuple(name, what, getattr(self, what), n)
 
     def forward(self, x):
-        name, n = type(self).__name__, self._ndim
-        return _avg_pool(name, x, n, *(_ntuple(name, w, getattr(self, w), n) for w in (
-            "kernel_size", "stride", "padding")), self.ceil_mode, self.count_include_pad,
-            self.divisor_override)
+        if self._ndim == 1:  # PyTorch's avg_pool1d has no divisor_override
+            return F.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                                self.count_include_pad)
+        fn = F.avg_pool2d if self._ndim == 2 else F.avg_pool3d
+        return fn(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                  self.count_include_pad, self.divisor_override)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class AvgPool1d(_AvgPoolNd):
-    """Mean over windows of ``(N, C, L)`` input (stride defaults to the kernel size)."""
+    """Mean over windows of ``(N, C, L)`` input (stride defaults to the kernel size):
+    ``F.avg_pool1d`` with the layer's arguments (no ``divisor_override``, as PyTorch's)."""
 
     _ndim = 1
 
@@ -103,8 +110,9 @@ class AvgPool1d(_AvgPoolNd):
 
 class AvgPool2d(_AvgPoolNd):
     """Mean over ``kernel_size`` windows of ``(N, C, H, W)`` input (stride defaults to the
-    kernel size). ``count_include_pad``: the padded zeros count in the mean;
-    ``divisor_override``: divide every window's sum by this instead."""
+    kernel size): ``F.avg_pool2d`` with the layer's arguments. ``count_include_pad``: the
+    padded zeros count in the mean; ``divisor_override``: divide every window's sum by this
+    instead."""
 
 
 class AvgPool3d(_AvgPoolNd):

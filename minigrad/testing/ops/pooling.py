@@ -1,4 +1,4 @@
-"""Op-table entries for ``minigrad/functional/pooling.py``."""
+"""Op-table entries for ``minigrad/functional/pooling.py`` and ``pooling_nd.py``."""
 
 import numpy as np
 
@@ -31,11 +31,20 @@ OPS = [
     OpInfo("max_pool2d", "pooling", (
         Sample((rand(1, 2, 4, 4), 2)),
         Sample((rand(2, 1, 5, 5), 3), {"stride": 2, "padding": 1}, name="padding"),
+        Sample((rand(2, 1, 7, 6), 2, 1, 1, 2), name="dilation"),
+        Sample((rand(1, 2, 7, 6), 3, 2, 1), {"ceil_mode": True}, name="ceil"),
+        Sample((rand(1, 2, 5, 7), (2, 3), (2, 1), (1, 0), (1, 2), True, True),
+               name="indices_ceil_dilation"),
+        Sample((rand(2, 5, 5), 2), {"return_indices": True}, name="unbatched_indices"),
         Sample((rand(0, 2, 4, 4), 2), name="empty")), "passthrough",
         errors=(ErrorInput((rand(1, 1, 2, 2), 3), ValueError, ("max_pool2d", "kernel"),
                            name="kernel_too_large"),
                 ErrorInput((rand(2, 2), 2), ValueError, ("max_pool2d", "(N, C, H, W)"),
-                           name="rank")),
+                           name="rank"),
+                ErrorInput((rand(1, 1, 9, 9), 3), ValueError, ("max_pool2d", "padding"),
+                           {"padding": 2, "dilation": 2}, name="padding_dilated"),
+                ErrorInput((rand(1, 1, 4, 4), 2), ValueError, ("max_pool2d", "dilation"),
+                           {"dilation": 0}, name="dilation")),
         nonfinite=(NonFinite((np.array([[[[1.0, NAN], [2.0, -INF]]]]), 2), [[[[NAN]]]]),)),
     OpInfo("avg_pool2d", "pooling", (
         Sample((rand(1, 2, 4, 4), 2)),
@@ -43,9 +52,17 @@ OPS = [
         Sample((rand(2, 1, 5, 5), 3), {"stride": 2, "padding": 1, "count_include_pad": False},
                name="exclude_pad", expect=_avg_pool_ref(rand(2, 1, 5, 5), 3, 2, 1,
                                                          count_include_pad=False)),
+        Sample((rand(1, 2, 6, 7), 3, 2, 1, True), name="ceil"),
+        Sample((rand(1, 2, 6, 7), 3, 2, 1, True, False), name="ceil_exclude_pad"),
+        Sample((rand(2, 5, 6), 2, None, 1, False, True, 3), name="unbatched_divisor"),
         Sample((rand(0, 2, 4, 4), 2), name="empty")), "passthrough",
         errors=(ErrorInput((rand(1, 1, 4, 4), 2), ValueError, ("avg_pool2d", "padding"),
-                           {"padding": 2}, name="padding"),),
+                           {"padding": 2}, name="padding"),
+                ErrorInput((rand(1, 1, 4, 4), 2), ValueError, ("avg_pool2d",
+                                                               "divisor_override"),
+                           {"divisor_override": 0}, name="divisor"),
+                ErrorInput((np.ones((1, 1, 4, 4), np.int32), 2), ValueError,
+                           ("avg_pool2d", "floating", "int32"), name="int32")),
         nonfinite=(NonFinite((np.array([[[[1.0, INF], [2.0, 3.0]]]]), 2), [[[[INF]]]]),)),
     # MegEngine's F.nn.avg_pool2d: the padding is left out of the mean by default
     OpInfo("nn.avg_pool2d", "pooling", (
@@ -64,21 +81,41 @@ OPS = [
 ]
 
 
-def _pool1d_ref(reduce):
-    def ref(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
-        s = kernel_size if stride is None else stride
-        fill = -np.inf if reduce is np.max else 0.0
-        xp = np.pad(x, ((0, 0), (0, 0), (padding, padding)), constant_values=fill)
-        n_out = (xp.shape[2] - kernel_size) // s + 1
-        wins = np.stack([xp[:, :, i * s:i * s + kernel_size] for i in range(n_out)], axis=2)
-        if reduce is np.max:
-            return wins.max(-1)
-        if count_include_pad:
-            return wins.mean(-1)
-        inside = np.pad(np.ones(x.shape[2]), padding)
-        counts = np.array([inside[i * s:i * s + kernel_size].sum() for i in range(n_out)])
-        return wins.sum(-1) / counts
-    return ref
+def _windows1d(length, k, s, p, d=1, ceil_mode=False):
+    """PyTorch's 1-D pooling windows: (first position, the window's positions)."""
+    span = d * (k - 1) + 1
+    num = length + 2 * p - span
+    n_out = (-(-num // s) if ceil_mode else num // s) + 1
+    if ceil_mode and (n_out - 1) * s >= length + p:
+        n_out -= 1
+    return [(i * s - p, [i * s - p + j * d for j in range(k)]) for i in range(n_out)]
+
+
+def _max_pool1d_ref(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                    return_indices=False):
+    if x.ndim == 2:  # unbatched
+        return _max_pool1d_ref(x[None], kernel_size, stride, padding, dilation, ceil_mode)[0]
+    wins = _windows1d(x.shape[2], kernel_size, kernel_size if stride is None else stride,
+                      padding, dilation, ceil_mode)
+    return np.stack([x[:, :, [q for q in pos if 0 <= q < x.shape[2]]].max(-1)
+                     for _, pos in wins], axis=2)
+
+
+def _avg_pool1d_ref(x, kernel_size, stride=None, padding=0, ceil_mode=False,
+                    count_include_pad=True):
+    if x.ndim == 2:  # unbatched
+        return _avg_pool1d_ref(x[None], kernel_size, stride, padding, ceil_mode,
+                               count_include_pad)[0]
+    length = x.shape[2]
+    wins = _windows1d(length, kernel_size, kernel_size if stride is None else stride, padding,
+                      1, ceil_mode)
+    out = []
+    for start, pos in wins:
+        inside = [q for q in pos if 0 <= q < length]
+        count = (min(start + kernel_size, length + padding) - start if count_include_pad
+                 else len(inside))
+        out.append(x[:, :, inside].sum(-1) / count)
+    return np.stack(out, axis=2)
 
 
 def _adaptive_max_ref(x, output_size, return_indices=False):
@@ -97,7 +134,9 @@ OPS += [
     OpInfo("max_pool1d", "pooling", (
         Sample((rand(2, 3, 8), 2)),
         Sample((rand(2, 1, 7), 3), {"stride": 2, "padding": 1}, name="padding"),
-        Sample((rand(0, 2, 6), 2), name="empty")), "passthrough", ref=_pool1d_ref(np.max),
+        Sample((rand(2, 3, 9), 2, 1, 1, 3, True, True), name="indices_ceil_dilation"),
+        Sample((rand(0, 2, 6), 2), name="empty")), "passthrough",
+        ref=_max_pool1d_ref,
         errors=(ErrorInput((rand(1, 4, 4, 4), 2), ValueError, ("max_pool1d", "(N, C, L)"),
                            name="ndim"),
                 ErrorInput((np.ones((1, 1, 4), np.int64), 2), ValueError,
@@ -108,7 +147,9 @@ OPS += [
         Sample((rand(2, 1, 7), 3), {"stride": 2, "padding": 1}, name="padding"),
         Sample((rand(2, 1, 7), 3), {"stride": 2, "padding": 1, "count_include_pad": False},
                name="exclude_pad"),
-        Sample((rand(0, 2, 6), 2), name="empty")), "passthrough", ref=_pool1d_ref(np.mean),
+        Sample((rand(3, 8), 3, 2, 1, True, False), name="unbatched_ceil"),
+        Sample((rand(0, 2, 6), 2), name="empty")), "passthrough",
+        ref=_avg_pool1d_ref,
         errors=(ErrorInput((rand(1, 1, 4), 2), ValueError, ("avg_pool1d", "padding"),
                            {"padding": 2}, name="padding"),),
         nonfinite=(NonFinite((np.array([[[1.0, INF, 2.0, 3.0]]]), 2), [[[INF, 2.5]]]),)),
@@ -125,14 +166,14 @@ OPS += [
 
 
 # --------------------------------------------------------------------------- pooling_nd.py
-# Composites of other ops (pooling, stack/max, pad, index_put...), each governed by its own
-# policy row: no row of their own.
-_COMPOSITE = "a composite of other ops (max_pool*/avg_pool*, stack, max, pad, index_put), " \
-             "each governed by its own policy row"
+# Composites of other ops (the 1-D/2-D pools, pow, the 2-D adaptive pools, index_put...), each
+# governed by its own policy row: no row of their own.
+_COMPOSITE = "a composite of other ops (max_pool1d/2d, avg_pool1d/2d, pow, " \
+             "adaptive_*_pool2d, index_put...), each governed by its own policy row"
 
 
-def _nd(name, samples, errors=(), **kw):
-    return OpInfo(name, "pooling_nd", tuple(samples), None, amp_note=_COMPOSITE,
+def _nd(name, samples, errors=(), amp_note=_COMPOSITE, **kw):
+    return OpInfo(name, "pooling_nd", tuple(samples), None, amp_note=amp_note,
                   errors=tuple(errors), **kw)
 
 
@@ -143,15 +184,27 @@ OPS += [
                                           "ceil_mode": True}, name="ceil_pad"),
         Sample((rand(2, 3, 5, 4), 2), {"dilation": (1, 2, 1)}, name="unbatched_dilation"),
         Sample((rand(1, 2, 4, 4, 4), 2), {"return_indices": True}, name="indices"),
+        Sample((rand(1, 1, 5, 4, 6), (2, 3, 2), (2, 1, 2), (1, 1, 0), (1, 1, 2), True, True),
+               name="positional"),
         Sample((rand(0, 2, 4, 4, 4), 2), name="empty")],
-        [ErrorInput((rand(1, 4, 4), 2), ValueError, ("max_pool3d", "5-D"), name="ndim")]),
+        [ErrorInput((rand(1, 4, 4), 2), ValueError, ("max_pool3d", "5-D"), name="ndim"),
+         ErrorInput((rand(1, 1, 7, 7, 7), 3), ValueError, ("max_pool3d", "padding"),
+                    {"padding": 2, "dilation": 2}, name="padding"),
+         ErrorInput((np.ones((1, 1, 2, 2, 2), bool), 2), ValueError, ("max_pool3d", "bool"),
+                    name="bool")]),
     _nd("avg_pool3d", [
         Sample((rand(1, 2, 4, 4, 4), 2)),
         Sample((rand(1, 1, 5, 5, 5), 3), {"stride": 2, "padding": 1, "ceil_mode": True,
                                           "count_include_pad": False}, name="ceil_exclude"),
         Sample((rand(2, 3, 4, 4), 2), {"divisor_override": 3}, name="unbatched_divisor"),
+        Sample((rand(1, 1, 5, 4, 6), (2, 3, 2), (2, 1, 2), (1, 1, 0), True, False, -4),
+               name="positional"),
         Sample((rand(0, 2, 4, 4, 4), 2), name="empty")],
-        [ErrorInput((rand(1, 4, 4), 2), ValueError, ("avg_pool3d", "5-D"), name="ndim")]),
+        [ErrorInput((rand(1, 4, 4), 2), ValueError, ("avg_pool3d", "5-D"), name="ndim"),
+         ErrorInput((rand(1, 1, 4, 4, 4), 2), ValueError, ("avg_pool3d", "divisor_override"),
+                    {"divisor_override": 0}, name="divisor"),
+         ErrorInput((rand(1, 1, 5, 5, 5), 6), ValueError, ("avg_pool3d", "kernel must fit"),
+                    {"padding": 1}, name="kernel_fits")]),
     _nd("lp_pool1d", [
         Sample((rand(2, 3, 8) + 1.5, 2.0, 2)),
         Sample((rand(1, 2, 7) + 1.5, 3.0, 3), {"stride": 2, "ceil_mode": True}, name="ceil"),
@@ -159,9 +212,11 @@ OPS += [
     _nd("lp_pool2d", [
         Sample((rand(1, 2, 4, 6) + 1.5, 2.0, 2)),
         Sample((rand(1, 2, 5, 5) + 1.5, 1.5, (2, 3)), {"stride": 2}, name="stride"),
+        Sample((rand(1, 2, 5, 6) + 1.5, 2.0, 2, 2, True), name="ceil"),
         Sample((rand(0, 2, 4, 4) + 1.5, 2.0, 2), name="empty")]),
     _nd("lp_pool3d", [
         Sample((rand(1, 2, 4, 4, 4) + 1.5, 2.0, 2)),
+        Sample((rand(1, 2, 5, 4, 5) + 1.5, 2.0, 2, (2, 1, 2), True), name="ceil"),
         Sample((rand(0, 2, 4, 4, 4) + 1.5, 2.0, 2), name="empty")]),
     _nd("adaptive_avg_pool1d", [
         Sample((rand(2, 3, 8), 3)),
