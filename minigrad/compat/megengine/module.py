@@ -25,8 +25,6 @@ import types
 
 from ... import functional as F
 from ... import nn
-from ...autodiff import no_grad
-from ...core.creation import ones
 from ...nn import init as _init
 
 __all__ = ["AvgPool2d", "BatchNorm1d", "BatchNorm2d", "Conv1d", "Conv2d", "Dropout", "Linear",
@@ -114,19 +112,10 @@ class AvgPool2d(nn.AvgPool2d):
                  mode="average_count_exclude_padding"):
         if mode not in self._MODES:
             raise ValueError(f"AvgPool2d: mode must be one of {self._MODES}, got {mode!r}")
-        super().__init__(kernel_size, stride, padding)
+        # MegEngine's default mode is PyTorch's count_include_pad=False
+        super().__init__(kernel_size, stride, padding,
+                         count_include_pad=mode == "average")
         self.mode = mode
-
-    def forward(self, x):
-        out = super().forward(x)
-        pad = self.padding if isinstance(self.padding, (tuple, list)) else (self.padding,)
-        if self.mode == "average" or not any(pad):
-            return out
-        # both pools divide by the window size: their ratio divides by the real elements
-        with no_grad():
-            count = F.avg_pool2d(ones(1, 1, *x.shape[-2:], dtype=out.dtype, device=x.device),
-                                 self.kernel_size, self.stride, self.padding)
-        return out / count
 
 
 class Dropout(nn.Dropout):
