@@ -168,6 +168,27 @@ class Function:
             cls.apply = classmethod(_ctx_apply)
             cls._ctx_node = None
 
+    def __call__(self, *inputs):
+        """MegEngine's protocol: ``MyFunction()(x, ...)`` with ``forward(self, *tensors)`` and
+        ``backward(self, *output_grads)`` both on Tensors (one gradient, or None, per input).
+
+        The forward runs with recording off, under the ambient autocast policy; attributes it
+        sets on ``self`` (``self.y = y``) are there for ``backward``. An instance is used once,
+        as in MegEngine. minigrad's own ops (forward on arrays) are called through ``apply``.
+        """
+        if self.inputs is not None or getattr(self, "_megengine_called", False):
+            raise RuntimeError(f"{type(self).__name__}: a Function instance is used once "
+                               f"(MegEngine's rule); create a new one per call: "
+                               f"{type(self).__name__}()(x)")
+        if type(self).apply.__func__ is _ctx_apply:
+            raise TypeError(f"{type(self).__name__} has PyTorch's static forward(ctx, ...): "
+                            f"call {type(self).__name__}.apply(...), not an instance")
+        self._megengine_called = True
+        node = _instance_node(type(self))
+        on = grad_enabled.get()
+        needs = tuple([on and isinstance(a, Tensor) and a.requires_grad for a in inputs])
+        return node.apply(*inputs, _user=self, _originals=inputs, _needs=needs)
+
     def save_for_backward(self, *arrays) -> None:
         """Keep arrays (inputs, outputs or intermediates) for ``backward``.
 
@@ -425,6 +446,58 @@ class _CtxNode(Function):
                                    f"different than None at position {i}, but the "
                                    "corresponding forward input was not a Tensor")
         return res
+
+
+class _InstanceNode(Function):
+    """The graph node of a user ``Function`` called as MegEngine does (``MyFunction()(x)``):
+    the user's instance keeps what its forward stored; this node runs it on Tensors."""
+
+    _user = None
+
+    def forward(self, *arrays, _user, _originals, _needs):
+        self._user = _user
+        _user.needs_input_grad = _needs
+        args = [t if isinstance(t, Tensor) and t._data is a else
+                (_make(a, False, None, 0) if isinstance(t, Tensor) else a)
+                for t, a in zip(_originals, arrays)]
+        token = grad_enabled.set(False)
+        try:
+            out = _user.forward(*args)
+        finally:
+            grad_enabled.reset(token)
+        outs = out if isinstance(out, tuple) else (out,)
+        for i, o in enumerate(outs):
+            if not isinstance(o, Tensor):
+                raise TypeError(f"{self.name}.forward returned a {type(o).__name__} (output "
+                                f"{i}); return Tensors (keep other values as attributes)")
+        arrays_out = tuple(o._data for o in outs)
+        return arrays_out if isinstance(out, tuple) else arrays_out[0]
+
+    def backward(self, *grads):
+        if grad_enabled.get():
+            # What forward stored on self has no graph: a recorded backward would treat it as
+            # a constant, and a second derivative would silently miss its terms.
+            raise RuntimeError(
+                f"function {self.name} (MegEngine's protocol) has no higher-order gradient "
+                "(create_graph=True): values its forward stores on self are constants to the "
+                "graph; write it in PyTorch's protocol (@staticmethod forward(ctx, ...), "
+                "ctx.save_for_backward) for higher-order gradients")
+        res = self._user.backward(*grads)
+        res = res if isinstance(res, tuple) else (res,)
+        if len(res) != len(self.inputs):
+            raise RuntimeError(f"function {self.name}.backward returned {len(res)} gradients "
+                               f"for {len(self.inputs)} inputs; return one (or None) per input")
+        return res
+
+
+def _instance_node(cls):
+    """The :class:`_InstanceNode` subclass named after the user's ``cls`` (made once)."""
+    node = cls.__dict__.get("_instance_node_cls")
+    if node is None:
+        node = type(f"{cls.__name__}Backward", (_InstanceNode,),
+                    {"name": cls.__dict__.get("name", cls.__name__)})
+        cls._instance_node_cls = node
+    return node
 
 
 def _mro_dict(cls):
