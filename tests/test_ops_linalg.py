@@ -4,6 +4,8 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import minigrad as mg
 from minigrad._backend import cpu_gemm, kernels, matmul_paths
@@ -300,3 +302,34 @@ def test_zero_d_cases_pytorch_computes():
     assert F.squeeze(mg.tensor(5.0), 0).shape == ()
     empty = F.cross_entropy(mg.ones((0, 0)), mg.tensor(np.zeros(0, np.int64)))
     assert np.isnan(empty.item())
+
+
+def _layout_of(arr, how):
+    """``arr``'s values in another memory layout: C, F, a strided view or reversed rows."""
+    if how == "F":
+        return np.asfortranarray(arr)
+    if how == "strided":
+        wide = np.zeros((arr.shape[0], 2 * arr.shape[1]), arr.dtype)
+        wide[:, ::2] = arr
+        return wide[:, ::2]
+    if how == "reversed":
+        return np.ascontiguousarray(arr[::-1])[::-1]
+    return arr
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=st.sampled_from([1, 5, 7, 8, 16, 64, 65]),
+       k=st.sampled_from([0, 9, 128, 129, 256, 8192, 9001]),
+       n=st.sampled_from([1, 64, 65, 100, 8192, 9000]),
+       a_layout=st.sampled_from(["C", "F", "strided", "reversed"]),
+       b_layout=st.sampled_from(["C", "F", "strided", "reversed"]))
+def test_cpu_gemm_any_layout_near_every_threshold(m, k, n, a_layout, b_layout):
+    # every form, fed every memory layout, around each of its size thresholds
+    assume(m * k * n <= 20_000_000)  # a product of two long sides would be slow, not new
+    rng = np.random.default_rng(m * 7 + k * 3 + n)
+    a = _layout_of(rng.standard_normal((m, k)).astype(np.float32), a_layout)
+    b = _layout_of(rng.standard_normal((k, n)).astype(np.float32), b_layout)
+    out = cpu_gemm.matmul(a, b)
+    assert out.shape == (m, n) and out.dtype == np.float32
+    np.testing.assert_allclose(out, a.astype(np.float64) @ b, rtol=1e-4,
+                               atol=1e-3 * max(k, 1) ** 0.5)
