@@ -418,3 +418,26 @@ def test_training_steps_are_the_same_bits_on_both_cast_kernels(dtype, monkeypatc
     assert loss_c == loss_np
     for a, b in zip(w_c, w_np):
         assert (bits(a) == bits(b)).all()
+
+
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+@pytest.mark.parametrize("kind", ["readonly", "broadcast", "reversed", "unaligned"])
+def test_casts_of_unusual_arrays(cast_kernels, dtype, kind):
+    # what the C kernels receive through the buffer protocol: read-only, zero-stride,
+    # negative-stride and unaligned float32 arrays convert as astype does
+    x = np.random.default_rng(8).standard_normal(5003).astype(np.float32)
+    if kind == "readonly":
+        a = x.copy()
+        a.flags.writeable = False
+    elif kind == "broadcast":
+        a = np.broadcast_to(x[:1], x.shape)
+    elif kind == "reversed":
+        a = x[::-1]
+    else:
+        raw = np.zeros(4 * x.size + 1, np.uint8)
+        a = raw[1:].view(np.float32)
+        a[:] = x
+        assert not a.flags.aligned
+    y = lowp_cpu.narrow(a, dtype)
+    assert y.shape == a.shape and (bits(y) == bits(a.astype(dtype))).all()
+    assert (bits(lowp_cpu.widen(y)) == bits(y.astype(np.float32))).all()
