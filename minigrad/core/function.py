@@ -409,27 +409,18 @@ class _CtxNode(Function):
 
     def forward(self, *arrays, _originals, _needs):
         self.needs_input_grad = _needs
-        args = [t if isinstance(t, Tensor) and t._data is a else
-                (_make(a, False, None, 0) if isinstance(t, Tensor) else a)
-                for t, a in zip(_originals, arrays)]
         user = self._user
-        token = grad_enabled.set(False)
-        try:
+
+        def run(args):
             if "setup_context" in _mro_dict(user):
                 out = user.forward(*args)
                 user.setup_context(self, tuple(args), out)
-            else:
-                out = user.forward(self, *args)
-        finally:
-            grad_enabled.reset(token)
-        outs = out if isinstance(out, tuple) else (out,)
-        for i, o in enumerate(outs):
-            if not isinstance(o, Tensor):
-                raise TypeError(f"{self.name}.forward returned a {type(o).__name__} (output "
-                                f"{i}); return Tensors (keep other values as ctx attributes)")
+                return out
+            return user.forward(self, *args)
+
+        outs, result = _user_forward(self.name, _originals, arrays, run)
         self._out_tensors_ids = tuple(id(o) for o in outs)
-        arrays_out = tuple(o._data for o in outs)
-        return arrays_out if isinstance(out, tuple) else arrays_out[0]
+        return result
 
     def backward(self, *grads):
         res = self._user.backward(self, *grads)
@@ -457,21 +448,7 @@ class _InstanceNode(Function):
     def forward(self, *arrays, _user, _originals, _needs):
         self._user = _user
         _user.needs_input_grad = _needs
-        args = [t if isinstance(t, Tensor) and t._data is a else
-                (_make(a, False, None, 0) if isinstance(t, Tensor) else a)
-                for t, a in zip(_originals, arrays)]
-        token = grad_enabled.set(False)
-        try:
-            out = _user.forward(*args)
-        finally:
-            grad_enabled.reset(token)
-        outs = out if isinstance(out, tuple) else (out,)
-        for i, o in enumerate(outs):
-            if not isinstance(o, Tensor):
-                raise TypeError(f"{self.name}.forward returned a {type(o).__name__} (output "
-                                f"{i}); return Tensors (keep other values as attributes)")
-        arrays_out = tuple(o._data for o in outs)
-        return arrays_out if isinstance(out, tuple) else arrays_out[0]
+        return _user_forward(self.name, _originals, arrays, lambda args: _user.forward(*args))[1]
 
     def backward(self, *grads):
         if grad_enabled.get():
@@ -488,6 +465,27 @@ class _InstanceNode(Function):
             raise RuntimeError(f"function {self.name}.backward returned {len(res)} gradients "
                                f"for {len(self.inputs)} inputs; return one (or None) per input")
         return res
+
+
+def _user_forward(name, originals, arrays, run):
+    """Run a user's forward on Tensors with recording off (under the ambient autocast policy):
+    ``run(args)`` gets the caller's own Tensors where the policy left them alone, new leaves
+    where it cast them. Returns ``(output Tensors, their arrays as the node's result)``."""
+    args = [t if isinstance(t, Tensor) and t._data is a else
+            (_make(a, False, None, 0) if isinstance(t, Tensor) else a)
+            for t, a in zip(originals, arrays)]
+    token = grad_enabled.set(False)
+    try:
+        out = run(args)
+    finally:
+        grad_enabled.reset(token)
+    outs = out if isinstance(out, tuple) else (out,)
+    for i, o in enumerate(outs):
+        if not isinstance(o, Tensor):
+            raise TypeError(f"{name}.forward returned a {type(o).__name__} (output {i}); "
+                            "return Tensors (keep other values as attributes)")
+    arrays_out = tuple(o._data for o in outs)
+    return outs, (arrays_out if isinstance(out, tuple) else arrays_out[0])
 
 
 def _instance_node(cls):
