@@ -7,7 +7,7 @@ SkylakeX kernels, measured on the 2-core AMD EPYC development machine at one and
 differently, and the rewrites below are exact rearrangements of the same sums:
 
 - fewer than 8 rows (OpenBLAS's edge path) against a short reduction and many columns: column
-  blocks whose slice of ``b`` (about 100 KB) stays in L2 (6 x 25 x 57344: 690 -> 350 us at one
+  blocks whose slice of ``b`` (about 400 KB) stays in L2 (6 x 25 x 57344: 690 -> 350 us at one
   thread, 430 -> 410 at two; 4 x 100 x 20000: 746 -> 215);
 - fewer than 8 rows against a long reduction and few columns: the reduction in blocks of 4096,
   their products summed (6 x 57344 x 25: 1180 -> 265 us at one thread, 1090 -> 250 at two; a
@@ -29,7 +29,7 @@ import numpy as np
 
 from . import blas
 
-__all__ = ["matmul"]
+__all__ = ["form", "matmul"]
 
 _f32 = np.float32
 _FEW_ROWS = 8               # below this OpenBLAS's row-edge kernel is the slow one
