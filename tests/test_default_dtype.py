@@ -352,3 +352,26 @@ def test_autocast_leaves_float64_like_torch():
     with torch.autocast("cpu", dtype=torch.float16):
         want = (ta @ ta).dtype
     assert _name(got) == _name(want) == "float64"
+
+
+# NumPy values inside Python lists keep their dtype in PyTorch's inference: a float64 one makes
+# the list float64 (mg.tensor([np.mean(a)]) is not rounded to float32), a float32 one leaves it
+# at the default
+LIST_CASES = {
+    "[np.float64]": lambda m: m.tensor([np.float64(1.5)]),
+    "[1.5, np.float64]": lambda m: m.tensor([1.5, np.float64(2)]),
+    "[[np.float64]]": lambda m: m.tensor([[1.0], (np.float64(1.5),)]),
+    "[np.float32, 2.5]": lambda m: m.tensor([np.float32(1.5), 2.5]),
+    "[np.float16]": lambda m: m.tensor([np.float16(1)]),
+    "[float64 array]": lambda m: m.tensor([np.array([1.5])]),
+    "[np.int32, 2]": lambda m: m.tensor([np.int32(1), 2]),
+    "[1.5, 2.5]": lambda m: m.tensor([1.5, 2.5]),
+}
+
+
+@pytest.mark.parametrize("default", ["float32", "float64"])
+@pytest.mark.parametrize("case", list(LIST_CASES))
+def test_numpy_values_in_lists_keep_their_dtype(case, default):
+    torch = pytest.importorskip("torch")
+    _both(torch, default)
+    assert _name(LIST_CASES[case](mg).dtype) == _name(LIST_CASES[case](torch).dtype)

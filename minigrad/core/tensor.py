@@ -41,12 +41,33 @@ def _to_array(data, dtype, device, copy=True):
         return arr.copy() if arr is data or getattr(arr, "base", None) is data else arr
     if dtype is None and not hasattr(data, "dtype"):
         # Python floats (and lists of them) get the default float dtype (float32 unless
-        # set_default_dtype changed it), as in PyTorch; NumPy would make them float64. Read only
-        # on this path, one call returning a list item: tensor()'s cost does not change.
+        # set_default_dtype changed it), as in PyTorch; NumPy would make them float64. A
+        # float64 element (np.float64(1.5), a float64 array) keeps the list float64, as in
+        # PyTorch: mg.tensor([np.mean(a)]) is not rounded to float32.
+        seq = data
         data = np.asarray(data)
-        if data.dtype == np.float64:
+        if data.dtype == np.float64 and not (type(seq) in _SEQUENCES and _holds_float64(seq)):
             dtype = get_default_dtype()
     return B.asarray(data, dtype=dtype, device=device)
+
+
+_SEQUENCES = (list, tuple)
+
+
+def _holds_float64(seq) -> bool:
+    """Whether the (nested) Python sequence ``seq`` holds a float64 NumPy value; an iterative
+    walk that stops at the first one (Python numbers cost one type check each)."""
+    stack = [seq]
+    while stack:
+        for v in stack.pop():
+            t = type(v)
+            if t is float or t is int or t is bool:
+                continue
+            if t is list or t is tuple:
+                stack.append(v)
+            elif getattr(v, "dtype", None) == np.float64:
+                return True
+    return False
 
 
 def _torch_dims(op, axis, keepdims, dim, keepdim):
