@@ -442,3 +442,19 @@ def test_gradcheck_and_double_backward(rng, op, args):
 
     assert gradcheck(fn, [x])
     assert gradgradcheck(lambda t: fn(t) ** 2, [x[:, :1]])
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_max_pool_gradient_at_nan_windows_without_indices(rng, n, dtype):
+    """Without return_indices too, a window holding NaN sends its gradient to its last NaN,
+    as PyTorch's does (the CPU re-scans only when a NaN reached the output)."""
+    for trial in range(4):
+        x = _input(rng, n, batch=(2, 2)).astype(dtype)
+        x[rng.random(x.shape) < 0.1] = np.nan
+        for args in [(2,), (3, 1, 1), (2, 3, 0, 1, True)]:
+            t = mg.tensor(x, requires_grad=True)
+            getattr(F, f"max_pool{n}d")(t, *args).sum().backward()
+            tt = torch.tensor(x.astype(np.float32), requires_grad=True)
+            getattr(TF, f"max_pool{n}d")(tt, *args).sum().backward()
+            np.testing.assert_array_equal(t.grad.numpy().astype(np.float32), tt.grad.numpy())

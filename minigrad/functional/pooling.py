@@ -207,26 +207,19 @@ class MaxPool2dFunction(Function):
             return best, _input_positions(self.idx, geo)
         return best
 
-    def _pool(self, x, geo, exact_nan):
+    def _pool(self, x, geo, indices):
         xp = get_array_module(x)
         lowest = _lowest(x.dtype)
         xpad = _pad(x, geo, lowest)
-        offsets = geo.offsets
-        best = xpad[offsets[0]].copy()  # C-ordered, and updated in place below
-        # The kernel offset of the window's maximum, small to keep memory low.
-        idx = xp.zeros(best.shape, dtype=xp.int8 if math.prod(geo.kernel) < 128 else xp.int32)
-        # PyTorch's indices (and gradient) point at the last NaN of a window holding NaN. That
-        # costs two more passes per offset, so it runs only where indices are returned;
-        # otherwise such a window's value is NaN all the same, and its gradient goes to its
-        # largest element before the first NaN (the pool's speed is LeNet's step time).
-        exact_nan = exact_nan and x.dtype.kind == "f"  # (integer keys hold no NaN)
-        for k in range(1, len(offsets)):
-            v = kernels.ufunc_operand(xpad[offsets[k]])
-            upd = v > best  # strict: the first maximum wins, as in PyTorch
-            if exact_nan:
-                upd |= v != v
-            idx += upd * (k - idx)  # branch-free select (masked copies are slow in NumPy)
-            xp.maximum(best, v, out=best)  # propagates NaN
+        # PyTorch's indices (and gradient) point at the last NaN of a window holding NaN,
+        # which costs two more passes per offset. The GPU always takes them (a check would
+        # read the device); the CPU where indices are returned, else only when a NaN reached
+        # the output (one look at it, the pool's speed being LeNet's step time).
+        floats = x.dtype.kind == "f"  # (integer keys hold no NaN)
+        exact = floats and (indices or xp is not np)
+        best, idx = _scan(xp, xpad, geo, exact)
+        if floats and not exact and xp.isnan(best).any():
+            best, idx = _scan(xp, xpad, geo, True)
         if geo.has_pad and (best == lowest).any():
             idx = _skip_padding(idx, geo)
         self.idx = idx
@@ -234,6 +227,23 @@ class MaxPool2dFunction(Function):
 
     def backward(self, gy, gidx=None):
         return MaxPool2dBackward.apply(gy, idx=self.idx, geo=self.geo)
+
+
+def _scan(xp, xpad, geo: _Window, exact_nan: bool):
+    """``(window maxima, kernel offset of each maximum)`` over the padded input: the first
+    maximum wins, as in PyTorch, and with ``exact_nan`` a window's last NaN."""
+    offsets = geo.offsets
+    best = xpad[offsets[0]].copy()  # C-ordered, and updated in place below
+    # The kernel offset of the window's maximum, small to keep memory low.
+    idx = xp.zeros(best.shape, dtype=xp.int8 if math.prod(geo.kernel) < 128 else xp.int32)
+    for k in range(1, len(offsets)):
+        v = kernels.ufunc_operand(xpad[offsets[k]])
+        upd = v > best  # strict: the first maximum wins
+        if exact_nan:
+            upd |= v != v
+        idx += upd * (k - idx)  # branch-free select (masked copies are slow in NumPy)
+        xp.maximum(best, v, out=best)  # propagates NaN
+    return best, idx
 
 
 class MaxPool1dFunction(MaxPool2dFunction):
