@@ -12,10 +12,10 @@ values with NaN positions equal, the inputs after the call, gradients of a rando
   on the contiguous input bit for bit, forward and gradient (within a few ulps for the ops
   that accumulate, whose summation order follows the layout: ``_ACCUMULATING``).
 * **Special values.** The pointwise, reduction, scan, activation, loss, normalization,
-  pooling, shape and cast samples with inf, -inf, NaN, -0.0, a huge value (3e38, 1e308; 6e4
-  in float16) and a tiny subnormal one (1e-45, 5e-324; 6e-8) written at fixed positions of
-  their floating inputs
-  (targets and affine parameters too): one case per value, and for pointwise ops one more
+  pooling, upsample, shape and cast samples with inf, -inf, NaN, -0.0, a huge value (3e38,
+  1e308; 6e4 in float16) and a tiny subnormal one (1e-45, 5e-324; 6e-8) written at fixed
+  positions of their floating inputs (targets and affine parameters too): one case per
+  value, and for pointwise ops one more
   holding all six at once (each meeting finite values and other specials). For the pointwise
   ops, where PyTorch's result is a zero its sign must be minigrad's too.
 
@@ -116,7 +116,8 @@ _SPECIALS = {   # name -> value per dtype
     "tiny": {np.float16: 6e-8, np.float32: 1e-45, np.float64: 5e-324},
 }
 _SPECIAL_FAMILIES = frozenset("elementwise transcendental activation reduction scan loss "
-                              "loss_margin normalization pooling pooling_nd shape cast".split())
+                              "loss_margin normalization pooling pooling_nd upsample shape "
+                              "cast".split())
 # not pointwise: a special value meets the rest of its row, so one value per case
 _NOT_POINTWISE = frozenset("prelu softmax log_softmax softmin nn.logsoftmax".split())
 

@@ -21,6 +21,7 @@ from .._backend import get_array_module
 from ..core.tensor import Tensor
 from ._composite import composite
 from ._utils import const, op_error
+from .elementwise import where
 from .shape import index_select
 
 __all__ = [
@@ -47,32 +48,36 @@ def _cubic(t):
 
 
 def _taps(mode, n_in, n_out, scale, align_corners):
-    """The taps of one axis: ``(idx, w)``, both (n_out, K); output ``o`` is
-    ``sum_k w[o, k] * x[idx[o, k]]``. Zero-weight taps stay (PyTorch reads them too, so a NaN
-    there reaches that output, and only that one)."""
+    """The taps of one axis: ``(idx, w, read)``, each (n_out, K); output ``o`` is
+    ``sum_k w[o, k] * x[idx[o, k]]`` over the taps with ``read[o, k]`` (None: all). Zero-weight
+    taps of the interpolating modes are read (PyTorch reads them too, so a NaN there reaches
+    that output, and only that one); area's bins, padded to the longest, skip the padding (an
+    adaptive average pool reads only its bin: 0 * inf there would be NaN)."""
     dst = np.arange(n_out, dtype=np.float64)
     if mode in ("nearest", "nearest-exact"):
         off = 0.5 if mode == "nearest-exact" else 0.0
         src = np.minimum(np.floor((dst + off) * scale).astype(np.int64), n_in - 1)
-        return src[:, None], np.ones((n_out, 1))
-    if mode == "area":  # adaptive average pooling bins, padded with weight-0 repeats of `lo`
+        return src[:, None], np.ones((n_out, 1)), None
+    if mode == "area":  # adaptive average pooling bins, padded with unread repeats of `lo`
         lo = (np.arange(n_out) * n_in) // n_out
         hi = -(-((np.arange(n_out) + 1) * n_in) // n_out)
         k = np.arange((hi - lo).max())
         inside = k < (hi - lo)[:, None]
         return (np.where(inside, lo[:, None] + k, lo[:, None]),
-                np.where(inside, 1.0 / (hi - lo)[:, None], 0.0))
+                np.where(inside, 1.0 / (hi - lo)[:, None], 0.0),
+                None if inside.all() else inside)
     src = _source(dst, n_in, n_out, scale, align_corners)
     if mode == "bicubic":
         i0 = np.floor(src).astype(np.int64)
         k = np.arange(-1, 3)
-        return np.clip(i0[:, None] + k, 0, n_in - 1), _cubic((src - i0)[:, None] - k)
+        return np.clip(i0[:, None] + k, 0, n_in - 1), _cubic((src - i0)[:, None] - k), None
     if n_in == n_out:  # linear family, same size: a copy, not even 0 * the neighbour (PyTorch)
-        return np.arange(n_out)[:, None], np.ones((n_out, 1))
+        return np.arange(n_out)[:, None], np.ones((n_out, 1)), None
     src = np.maximum(src, 0.0)
     i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
     lam = src - i0
-    return np.stack([i0, np.minimum(i0 + 1, n_in - 1)], 1), np.stack([1.0 - lam, lam], 1)
+    return (np.stack([i0, np.minimum(i0 + 1, n_in - 1)], 1), np.stack([1.0 - lam, lam], 1),
+            None)
 
 
 def _is_identity(idx, n_in):
@@ -88,16 +93,19 @@ def _resample_impl(x, taps):
     for k, t in enumerate(taps):
         if t is None:
             continue
-        idx, w = t
+        idx, w, read = t
         axis = x.ndim - nd + k
         src, x = x, None
+        trailing = (1,) * (src.ndim - axis - 1)
         # One gather per tap column, summed: cheaper than a reduction over a size-K axis.
         for j in range(idx.shape[1]):
             part = index_select(src, axis, idx[:, j])
             if idx.shape[1] > 1:  # nearest has one tap of weight 1
                 # The weights take the dtype the op runs in (after autocast's cast).
-                wj = w[:, j].astype(src.dtype).reshape((-1,) + (1,) * (src.ndim - axis - 1))
+                wj = w[:, j].astype(src.dtype).reshape((-1,) + trailing)
                 part = part * const(wj)
+                if read is not None:  # area's padding taps: nothing, not 0 * x
+                    part = where(const(read[:, j].reshape((-1,) + trailing)), part, 0.0)
             x = part if x is None else x + part
     return x
 
@@ -173,8 +181,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode: str = "neares
     dtype = input.dtype if input.dtype.kind == "f" or input.dtype.kind == "V" else np.float32
     if dtype != input.dtype:
         input = input.astype(dtype)
-    taps = [None if _is_identity(i, n) else (xp.asarray(i), xp.asarray(w))
-            for (i, w), n in zip(taps, in_sizes)]
+    taps = [None if _is_identity(i, n) else
+            (xp.asarray(i), xp.asarray(w), None if r is None else xp.asarray(r))
+            for (i, w, r), n in zip(taps, in_sizes)]
     return _CLASSES[_ROW[mode]].apply(input, kw={"taps": taps})
 
 
