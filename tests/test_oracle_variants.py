@@ -12,7 +12,7 @@ values with NaN positions equal, the inputs after the call, gradients of a rando
   on the contiguous input bit for bit, forward and gradient (within a few ulps for the ops
   that accumulate, whose summation order follows the layout: ``_ACCUMULATING``).
 * **Special values.** The pointwise, reduction, scan, activation, loss, normalization,
-  pooling, upsample, shape and cast samples with inf, -inf, NaN, -0.0, a huge value (3e38,
+  pooling, upsample, distance, shape and cast samples with inf, -inf, NaN, -0.0, a huge value (3e38,
   1e308; 6e4 in float16) and a tiny subnormal one (1e-45, 5e-324; 6e-8) written at fixed
   positions of their floating inputs (targets and affine parameters too): one case per
   value, and for pointwise ops one more
@@ -117,7 +117,7 @@ _SPECIALS = {   # name -> value per dtype
 }
 _SPECIAL_FAMILIES = frozenset("elementwise transcendental activation reduction scan loss "
                               "loss_margin normalization pooling pooling_nd upsample shape "
-                              "cast".split())
+                              "cast distance".split())
 # not pointwise: a special value meets the rest of its row, so one value per case
 _NOT_POINTWISE = frozenset("prelu softmax log_softmax softmin nn.logsoftmax".split())
 
@@ -178,7 +178,7 @@ VARIANT_DEVIATIONS: list = [
      "transposed input (\"view size is not compatible\"); minigrad flattens any layout"),
     # special values: where PyTorch is the odd one
     ({"sign"}, ("nan", "all"), "value where minigrad's is NaN", _SIGN_OF_NAN),
-    ({"abs", "l1_loss", "norm", "vector_norm"}, ("nan", "all"),
+    ({"abs", "l1_loss", "norm", "vector_norm", "pairwise_distance p1_keepdim"}, ("nan", "all"),
      "gradient where minigrad's is NaN",
      "the gradient of |x| at NaN is sign(NaN): " + _SIGN_OF_NAN),
     ({"l1_loss 0d"}, ("inf", "-inf"), "gradient where minigrad's is NaN",
@@ -265,6 +265,18 @@ VARIANT_DEVIATIONS: list = [
     (_NORMS, ("huge", "inf", "-inf"), "inputs after the call",
      "running statistics of statistics that overflow (the variance of 3e38 is ~1e76) or are "
      "inf - inf: both libraries give inf or NaN from different evaluation orders"),
+    ({"cdist pinf", "pdist pinf", "dist pinf"}, ("nan",), "value where minigrad's is NaN",
+     "a NaN coordinate makes an inf-norm distance NaN, as PyTorch's own pairwise_distance "
+     "does; PyTorch's CPU cdist/pdist/dist inf-norm kernels drop it (a max that skips NaN)"),
+    ({"cdist pinf", "pdist pinf", "dist pinf", "pairwise_distance pinf"},
+     ("inf", "-inf", "nan", "huge"), "gradient",
+     "the inf-norm's gradient goes to the first largest |difference|, as max's; PyTorch "
+     "shares it among tied ones, and gives NaN or drops a NaN coordinate where its distance "
+     "is inf or skipped the NaN"),
+    ({"cdist", "dist", "pdist", "pairwise_distance"}, ("huge",),
+     "gradient where PyTorch's is not finite",
+     "a 3e38 coordinate overflows |d|**p: PyTorch's gradient is then inf/inf = NaN; "
+     "minigrad's is finite"),
 ]
 
 
