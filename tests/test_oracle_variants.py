@@ -12,12 +12,12 @@ values with NaN positions equal, the inputs after the call, gradients of a rando
   on the contiguous input bit for bit, forward and gradient (within a few ulps for the ops
   that accumulate, whose summation order follows the layout: ``_ACCUMULATING``).
 * **Special values.** The pointwise, reduction, scan, activation, loss, normalization,
-  pooling, upsample, distance, shape and cast samples with inf, -inf, NaN, -0.0, a huge value (3e38,
-  1e308; 6e4 in float16) and a tiny subnormal one (1e-45, 5e-324; 6e-8) written at fixed
-  positions of their floating inputs (targets and affine parameters too): one case per
-  value, and for pointwise ops one more
-  holding all six at once (each meeting finite values and other specials). For the pointwise
-  ops, where PyTorch's result is a zero its sign must be minigrad's too.
+  pooling, upsample, distance, sorting, shape and cast samples with inf, -inf, NaN, -0.0, a
+  huge value (3e38, 1e308; 6e4 in float16) and a tiny subnormal one (1e-45, 5e-324; 6e-8)
+  written at fixed positions of their floating inputs (targets and affine parameters too):
+  one case per value, and for pointwise ops one more holding all six at once (each meeting
+  finite values and other specials). For the pointwise ops, where PyTorch's result is a zero
+  its sign must be minigrad's too.
 
 Views in float32 and float64; special values in float32 and float64, and float16 for the
 pointwise ops. A mismatch fails unless it is a narrow row of ``VARIANT_DEVIATIONS`` (each also
@@ -117,7 +117,7 @@ _SPECIALS = {   # name -> value per dtype
 }
 _SPECIAL_FAMILIES = frozenset("elementwise transcendental activation reduction scan loss "
                               "loss_margin normalization pooling pooling_nd upsample shape "
-                              "cast distance".split())
+                              "cast distance sorting".split())
 # not pointwise: a special value meets the rest of its row, so one value per case
 _NOT_POINTWISE = frozenset("prelu softmax log_softmax softmin nn.logsoftmax".split())
 
@@ -277,6 +277,14 @@ VARIANT_DEVIATIONS: list = [
      "gradient where PyTorch's is not finite",
      "a 3e38 coordinate overflows |d|**p: PyTorch's gradient is then inf/inf = NaN; "
      "minigrad's is finite"),
+    *(({"mode"}, ("nan",), what,
+       "PyTorch's CPU mode sorts with < (no order with NaN), so with a NaN among distinct "
+       "values its answer and index (where the gradient goes) depend on where the NaN sits; "
+       "minigrad sorts NaN last and counts the NaNs as one value (two NaNs beat single values "
+       "in both)") for what in ("value", "gradient")),
+    ({"median base"}, ("nan",), "gradient",
+     "several NaNs in the slice: the gradient goes to the first, as max's; PyTorch's median "
+     "over all elements shares it among them"),
 ]
 
 

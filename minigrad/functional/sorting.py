@@ -71,9 +71,12 @@ def _mode_positions(xp, x, axis):
     flat = x.reshape(-1, n)
     order = xp.argsort(flat, axis=-1, kind="stable")
     s = xp.take_along_axis(flat, order, axis=-1)
-    # Runs of equal values (NaN != NaN: each NaN is its own run, as PyTorch counts them).
+    # Runs of equal values; the NaNs (sorted last) are one run, as PyTorch's CPU mode counts
+    # them ([nan, nan, 1] has the mode NaN).
     first = xp.ones(flat.shape, dtype=bool)
     first[:, 1:] = s[:, 1:] != s[:, :-1]
+    if s.dtype.kind == "f":
+        first[:, 1:] &= ~(xp.isnan(s[:, 1:]) & xp.isnan(s[:, :-1]))
     last = xp.ones(flat.shape, dtype=bool)
     last[:, :-1] = first[:, 1:]
     run = xp.cumsum(first.reshape(-1)) - 1           # global run id of every element
