@@ -6,8 +6,8 @@ on an H200 for float32 -> float16); for contiguous, 16-byte aligned arrays this 
 elements per thread with vector loads and stores. Conversions round to nearest even, like
 ``astype``, so the results are bit-identical (tested on the GPU). On the CPU, float16 <-> float32
 goes to ``lowp_cpu``'s block kernels (NumPy's own float16 casts convert one element at a time;
-bit-identical, tested), and so does float32 -> bfloat16 (ml_dtypes' cast is vectorised but
-slower than lowp_cpu's C kernel). Anything else goes to ``astype``.
+bit-identical, tested), and so do bfloat16's (ml_dtypes' casts are vectorised but slower than
+lowp_cpu's C kernels, and cost a call's overhead on small arrays). Anything else goes to ``astype``.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def astype(x, dtype):
     """``x.astype(dtype)`` (a new array), vectorised on the CPU and the GPU where it applies."""
     dtype = np.dtype(dtype)
     if type(x) is np.ndarray:
-        if dtype == float32 and x.dtype == float16:
+        if dtype == float32 and (x.dtype == float16 or x.dtype == bfloat16):
             return lowp_cpu.widen(x)
         if x.dtype == float32 and (dtype == float16 or dtype == bfloat16):
             return lowp_cpu.narrow(x, dtype)

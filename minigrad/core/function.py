@@ -176,7 +176,7 @@ class Function:
         sets on ``self`` (``self.y = y``) are there for ``backward``. An instance is used once,
         as in MegEngine. minigrad's own ops (forward on arrays) are called through ``apply``.
         """
-        if self.inputs is not None or getattr(self, "_megengine_called", False):
+        if getattr(self, "_megengine_called", False):
             raise RuntimeError(f"{type(self).__name__}: a Function instance is used once "
                                f"(MegEngine's rule); create a new one per call: "
                                f"{type(self).__name__}()(x)")

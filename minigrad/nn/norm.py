@@ -150,6 +150,22 @@ class InstanceNorm3d(_InstanceNorm):
     _spatial = 3
 
 
+def _trailing_affine(mod, normalized_shape, eps, elementwise_affine, bias, device, dtype):
+    """LayerNorm's and RMSNorm's state: the trailing shape, eps, and a ``weight`` of ones (and,
+    unless ``bias`` is None, as RMSNorm has none, a ``bias`` of zeros) when affine."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    mod.normalized_shape = tuple(normalized_shape)
+    mod.eps = eps
+    mod.elementwise_affine = elementwise_affine
+    shape = mod.normalized_shape
+    mod.register_parameter("weight", init.ones_(init._empty_param(shape, device, dtype))
+                           if elementwise_affine else None)
+    if bias is not None:
+        mod.register_parameter("bias", init.zeros_(init._empty_param(shape, device, dtype))
+                               if elementwise_affine and bias else None)
+
+
 class LayerNorm(Module):
     """Normalise over the trailing ``normalized_shape`` axes, then scale and shift.
 
@@ -163,20 +179,7 @@ class LayerNorm(Module):
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
                  bias: bool = True, device=None, dtype=None):
         super().__init__()
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = init.ones_(init._empty_param(self.normalized_shape, device, dtype))
-            if bias:
-                self.bias = init.zeros_(init._empty_param(self.normalized_shape, device, dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _trailing_affine(self, normalized_shape, eps, elementwise_affine, bias, device, dtype)
 
     def forward(self, x):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -234,15 +237,7 @@ class RMSNorm(Module):
     def __init__(self, normalized_shape, eps: float | None = None,
                  elementwise_affine: bool = True, device=None, dtype=None):
         super().__init__()
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = init.ones_(init._empty_param(self.normalized_shape, device, dtype))
-        else:
-            self.register_parameter("weight", None)
+        _trailing_affine(self, normalized_shape, eps, elementwise_affine, None, device, dtype)
 
     def forward(self, x):
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)

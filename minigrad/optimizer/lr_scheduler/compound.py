@@ -32,7 +32,23 @@ def _rewind(sch) -> None:
         sch.last_epoch -= 1
 
 
-class SequentialLR(LRScheduler):
+class _Compound(LRScheduler):
+    """Base of the schedulers that drive others (``self._schedulers``): their state holds the
+    inner schedulers' states."""
+
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state = dict(state_dict)
+        for inner, st in zip(self._schedulers, state.pop("_schedulers"), strict=True):
+            inner.load_state_dict(st)
+        super().load_state_dict(state)  # last: the container's rates are the ones in use
+
+
+class SequentialLR(_Compound):
     """``schedulers[i]`` drives the learning rate from ``milestones[i - 1]`` on, PyTorch's rules:
     at its milestone a scheduler restarts at its epoch 0 (its closed form there, where it has
     one), then steps on from the rate it finds.
@@ -83,23 +99,8 @@ class SequentialLR(LRScheduler):
         i = bisect.bisect_right(self.milestones, epoch)
         return self._schedulers[i].lrs_at(epoch - self.milestones[i - 1] if i else epoch)
 
-    def state_dict(self) -> dict:
-        state = super().state_dict()
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
 
-    def load_state_dict(self, state_dict: dict) -> None:
-        _load_nested(self, state_dict)
-
-
-def _load_nested(sch, state_dict) -> None:
-    state = dict(state_dict)
-    for inner, st in zip(sch._schedulers, state.pop("_schedulers"), strict=True):
-        inner.load_state_dict(st)
-    LRScheduler.load_state_dict(sch, state)  # last: the container's rates are the ones in use
-
-
-class ChainedScheduler(LRScheduler):
+class ChainedScheduler(_Compound):
     """Step several schedulers of one optimizer together, each in list order on the rate the
     previous one left (PyTorch's ``ChainedScheduler``): chainable rules compound.
 
@@ -123,10 +124,3 @@ class ChainedScheduler(LRScheduler):
             sch.step()
         self._last_lr = _current_lrs(self.optimizer)
 
-    def state_dict(self) -> dict:
-        state = super().state_dict()
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict: dict) -> None:
-        _load_nested(self, state_dict)
