@@ -525,3 +525,28 @@ def test_user_function_names_are_accepted_once_defined():
     amp.policy.set("amp_test_probe", "fp32")
     with amp.autocast(lower_ops=["amp_test_probe"]):
         pass
+
+
+@pytest.mark.parametrize("low", [mg.float16, mg.bfloat16])
+def test_autocast_cast_records_as_cast_apply(low):
+    """Autocast's casts skip ``Function.apply``'s dispatch (``Cast.float_cast``) but record the
+    same node: the same bits and dtype, a Cast creator whose backward returns float32, no
+    node without grad, and hooks still see every cast (they take ``apply``)."""
+    from minigrad.core.function import Cast
+
+    rng = np.random.default_rng(0)
+    w = mg.Parameter(rng.standard_normal((3, 4)).astype(np.float32) * 1e3)
+    x = mg.tensor(rng.standard_normal((2, 3)).astype(np.float32))
+    fast, slow = Cast.float_cast(w, np.dtype(low)), Cast.apply(w, dtype=np.dtype(low))
+    assert fast.dtype == slow.dtype == low
+    np.testing.assert_array_equal(fast.numpy().view(np.uint16), slow.numpy().view(np.uint16))
+    assert type(fast.creator) is Cast and fast.requires_grad
+    (fast.astype(f32) * 3).sum().backward()
+    assert w.grad.dtype == f32
+    np.testing.assert_array_equal(w.grad.numpy(), np.full((3, 4), 3.0, np.float32))
+    with mg.no_grad():
+        assert Cast.float_cast(w, np.dtype(low)).creator is None
+    assert Cast.float_cast(x, np.dtype(low)).creator is None  # x needs no gradient
+    with _CastCounter() as cc, amp.autocast(dtype=low):
+        x @ w
+    assert cc.n == 2

@@ -358,6 +358,24 @@ class Cast(Function):
 
     name = "cast"
 
+    @classmethod
+    def float_cast(cls, x, dtype):
+        """``Cast.apply(x, dtype=dtype)`` for autocast's casts of a float Tensor ``x`` to a float
+        ``dtype``, without ``apply``'s dispatch: a cast has no policy row, promotes nothing and
+        saves nothing, so only the recording is left (about ten of these run in every autocast
+        step). Watched runs (dispatch hooks) take ``apply``, so hooks see every cast."""
+        if dispatch_hooks.get():
+            return cls.apply(x, dtype=dtype)
+        data = x._data
+        fn = object.__new__(cls)
+        fn.src_dtype = data.dtype
+        out = casts.astype(data, dtype)
+        if x.requires_grad and grad_enabled.get():
+            fn.inputs = (x,)
+            fn.needs_input_grad = (True,)
+            return _make(out, True, fn, 0)
+        return _make(out, False, None, 0)
+
     def forward(self, x, dtype):
         self.src_dtype = x.dtype
         return casts.astype(x, dtype)

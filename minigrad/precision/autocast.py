@@ -197,7 +197,7 @@ class AutocastPolicy:
         cache = self.cache
         if cache is None or x.creator is not None or not x.requires_grad \
                 or x._data.dtype != float32:
-            return Cast.apply(x, dtype=target)
+            return Cast.float_cast(x, target)
         key = (id(x), target)
         entry = cache.get(key)
         if entry is not None:
@@ -207,7 +207,7 @@ class AutocastPolicy:
                          or (out.creator is not None and out.creator.inputs is not None)) \
                     and _same_cast(data, out._data):
                 return out
-        out = Cast.apply(x, dtype=target)
+        out = Cast.float_cast(x, target)
         cache[key] = (x, x._version, x._data, out)
         return out
 
