@@ -78,6 +78,47 @@ def test_rule_on_arrays_equals_it_on_numbers(case, shape):
     assert int(t.reshape(-1)[0]) == expect[1]
 
 
+def _both_forms(scale, tracker, found, bad, consts):
+    """The rule's ``if`` form (Python numbers) and its ``np.where`` form (0-d arrays) on one
+    state, as (scale bytes, tracker) pairs."""
+    s, t = adjust(scale, tracker, found, bad, **consts)
+    assert type(s) is float and type(t) is int
+    with np.errstate(invalid="ignore"):  # odd states multiply inf by 0 (the values count)
+        sa, ta = adjust(np.array(scale), np.array(tracker, np.int64),
+                        np.array(found, np.int32), np.array(bad, np.int32), **consts)
+    assert isinstance(sa, np.ndarray)
+    return (np.float64(s).tobytes(), t), (sa.tobytes(), int(ta))
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_python_number_form_is_the_array_form(case):
+    # adjust() answers Python numbers with plain ifs (no NumPy dispatch on the host path's
+    # every step); over the case table they are the np.where selections, bit for bit
+    _, scale, tracker, found, bad, extra, _ = case
+    numbers, arrays = _both_forms(scale, tracker, found, bad, _consts(extra))
+    assert numbers == arrays
+
+
+_ODD = [0.0, -0.0, 5e-324, 1.0, 3.0, 65504.0, F32_MAX, 1e308, INF, NAN]
+
+
+@settings(max_examples=300, deadline=None)
+@given(scale=st.sampled_from(_ODD) | st.floats(allow_nan=True, allow_infinity=True),
+       tracker=st.integers(0, 5), found=st.booleans(), bad=st.booleans(),
+       interval=st.integers(1, 5), growth=st.sampled_from([1.0, 2.0, 3.0, 2.0 ** 1000, INF]),
+       backoff=st.sampled_from([0.5, 0.1, 1.0, 0.0]),
+       min_scale=st.sampled_from([None, *_ODD]), max_scale=st.sampled_from(_ODD))
+def test_python_number_form_is_the_array_form_on_any_state(scale, tracker, found, bad,
+                                                            interval, growth, backoff,
+                                                            min_scale, max_scale):
+    # including states no scaler reaches (NaN or negative scales, NaN or signed-zero bounds):
+    # NumPy's maximum/minimum semantics (NaN wins, a tie gives the second operand) are kept
+    consts = {"growth_factor": growth, "backoff_factor": backoff, "growth_interval": interval,
+              "min_scale": min_scale, "max_scale": max_scale}
+    numbers, arrays = _both_forms(scale, tracker, found, bad, consts)
+    assert numbers == arrays
+
+
 def _device_args(case):
     """The arguments ``GradScaler`` gives ``fused.scale_update`` for one case."""
     _, scale, tracker, found, bad, extra, _ = case

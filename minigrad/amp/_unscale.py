@@ -8,6 +8,8 @@ work: no scaler state, no Tensors, no host read.
 
 from __future__ import annotations
 
+import collections
+
 import numpy as np
 
 from .. import _backend as B
@@ -34,19 +36,20 @@ def inplace_safe(grads, in_graph):
     b`` gives both the same ``dy``) or views of one array (a reshape of it), and such an array
     would be unscaled twice. The arrays are alive during the call, so ids are unique.
     """
-    counts: dict = {}
-    keys = []
-    for g in grads:
-        k = id(_buffer(g))
-        keys.append(k)
-        counts[k] = counts.get(k, 0) + 1
+    # a NumPy array without a base is its own allocation: no walk up a chain of views
+    keys = [id(g) if type(g) is np.ndarray and g.base is None else id(_buffer(g))
+            for g in grads]
+    counts = None if len(set(keys)) == len(keys) else collections.Counter(keys)
     inplace, copied = [], []
     device = None
     for i, g in enumerate(grads):
-        ok = (counts[keys[i]] == 1 and g.base is None and g.flags.c_contiguous
-              and getattr(g.flags, "writeable", True) and not in_graph[i])
+        if in_graph[i] or g.base is not None or (counts is not None and counts[keys[i]] > 1):
+            copied.append(i)
+            continue
+        flags = g.flags
+        ok = flags.c_contiguous and getattr(flags, "writeable", True)
         if ok:  # one device per multi-tensor launch; gradients elsewhere (rare) are copied
-            d = B.device_of(g)
+            d = "cpu" if type(g) is np.ndarray else B.device_of(g)
             device = d if device is None else device
             ok = d == device
         (inplace if ok else copied).append(i)
@@ -65,8 +68,9 @@ def unscale_arrays(grads, inv, in_graph, flag_for):
             that the in-place kernel writes (reset by it first).
 
     Returns:
-        ``(arrays, found)``: an array unscaled in place is returned as itself; ``found`` is a
-        0-d int32 device flag, nonzero when any unscaled value is inf/NaN.
+        ``(arrays, found)``: an array unscaled in place is returned as itself (and ``grads``
+        itself when all were); ``found`` is a 0-d int32 device flag, nonzero when any unscaled
+        value is inf/NaN.
     """
     # sync-free: the inverse scale is a device array; on NumPy it is used as a NumPy scalar
     # (no host read: a NumPy array is already on the host), CuPy kernels take it as a 0-d
@@ -79,11 +83,12 @@ def unscale_arrays(grads, inv, in_graph, flag_for):
     if not inplace:
         return fused.unscale_and_check(grads, inv)
     flag = flag_for(grads[inplace[0]])
+    if not copied:  # the usual case: every gradient in place
+        fused.unscale_inplace_and_check(grads, inv, flag)
+        return grads, flag
     fused.unscale_inplace_and_check([grads[i] for i in inplace], inv, flag)
     out = list(grads)
-    if copied:
-        unscaled, found = fused.unscale_and_check([grads[i] for i in copied], inv)
-        for i, u in zip(copied, unscaled):
-            out[i] = u
-        flag = flag | found.reshape(())
-    return out, flag
+    unscaled, found = fused.unscale_and_check([grads[i] for i in copied], inv)
+    for i, u in zip(copied, unscaled):
+        out[i] = u
+    return out, flag | found.reshape(())

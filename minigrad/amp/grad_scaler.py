@@ -82,6 +82,34 @@ def _takes_found_inf(optimizer) -> bool:
         return False
 
 
+def _gradients(params, who: str):
+    """The params that have a gradient, their gradient arrays and whether each gradient is
+    part of a differentiable graph; refuses float16 gradients."""
+    owners, grads, in_graph = [], [], []
+    for p in params:
+        g = p.grad
+        if g is None:
+            continue
+        if g.dtype == B.float16:
+            raise ValueError(
+                f"{who}: a parameter of shape {p.shape} has a float16 gradient; unscaling "
+                "fp16 gradients loses the small values scaling protects. Keep parameters in "
+                "float32 under autocast (fp32 master weights: amp O1/O2 keep parameters "
+                "fp32) and let autocast cast them per op")
+        owners.append(p)
+        grads.append(g._data)
+        in_graph.append(g.requires_grad)
+    return owners, grads, in_graph
+
+
+def _finite(a) -> bool:
+    """``np.isfinite(a).all()`` of a loss array; a NumPy scalar float loss (the usual case)
+    through ``math.isfinite``, which skips the ufunc and its reduction (~2 µs)."""
+    if type(a) is np.ndarray and a.ndim == 0 and a.dtype.kind == "f":
+        return math.isfinite(a)
+    return bool(np.isfinite(a).all())
+
+
 class _ByObject:
     """Per-iteration values keyed by object identity; a weakref proves the key is the same
     object (an id alone is reused by the next object allocated at that address)."""
@@ -95,6 +123,15 @@ class _ByObject:
 
     def set(self, obj, value) -> None:
         self._d[id(obj)] = (weakref.ref(obj), value)
+
+    def set_all(self, objs, values) -> None:
+        """``set`` for each pair, in one dict update."""
+        ref = weakref.ref
+        self._d.update({id(o): (ref(o), v) for o, v in zip(objs, values)})
+
+    def __bool__(self) -> bool:
+        """Whether anything was set."""
+        return bool(self._d)
 
     def values(self) -> list:
         return [v for _, v in self._d.values()]
@@ -419,19 +456,7 @@ class GradScaler:
     def _unscale_tensors(self, params, who: str):
         """Unscale ``p.grad`` of every param; return this call's gradient found-inf flag:
         a bool (host path, one read) or a 1-element int32 device array (sync-free)."""
-        owners, grads = [], []
-        for p in params:
-            g = p.grad
-            if g is None:
-                continue
-            if g.dtype == B.float16:
-                raise ValueError(
-                    f"{who}: a parameter of shape {p.shape} has a float16 gradient; unscaling "
-                    "fp16 gradients loses the small values scaling protects. Keep parameters in "
-                    "float32 under autocast (fp32 master weights: amp O1/O2 keep parameters "
-                    "fp32) and let autocast cast them per op")
-            owners.append(p)
-            grads.append(g._data)
+        owners, grads, in_graph = _gradients(params, who)
         losses, self._pending_losses = self._pending_losses, []
         like = grads[0] if grads else losses[0] if losses else None
         if like is None:
@@ -443,17 +468,14 @@ class GradScaler:
         else:
             inv = 1.0 / self._host_scale
         if grads:
-            unscaled, found = unscale_arrays(grads, inv, [p.grad.requires_grad for p in owners],
-                                             self._flag_like)
-            for p, g, u in zip(owners, grads, unscaled):
-                if u is not g:
-                    p.grad = _make(u, False, None, 0)
+            unscaled, found = unscale_arrays(grads, inv, in_graph, self._flag_like)
+            if unscaled is not grads:  # some were unscaled into new arrays
+                for p, g, u in zip(owners, grads, unscaled):
+                    if u is not g:
+                        p.grad = _make(u, False, None, 0)
         else:
             found = xp.zeros((), np.int32)
-        bad = xp.zeros((), np.int32)
-        for a in losses:
-            bad = bad | ~xp.isfinite(a).all()
-        flags = _ranks.agree(xp.stack([found.reshape(()), bad]).astype(np.int32))
+        flags = _ranks.agree(self._flags(xp, found, losses))
         if self._sync_free:
             self._loss_flag = flags[1:] if self._loss_flag is None \
                 else xp.maximum(self._loss_flag, flags[1:])
@@ -461,6 +483,18 @@ class GradScaler:
         g_bad, l_bad = host_read(flags, "GradScaler found-inf check").tolist()
         self._loss_nonfinite = self._loss_nonfinite or bool(l_bad)
         return bool(g_bad) if grads else None
+
+    def _flags(self, xp, found, losses):
+        """``[gradients found inf/NaN, some loss is inf/NaN]`` as a 2-element int32 array on
+        the gradients' device, for ``_ranks.agree``."""
+        if xp is np and not self._sync_free:
+            # host path on NumPy: the same two values in one array call instead of the five
+            # below (~6 µs a step); a scalar loss is checked by math.isfinite
+            return np.array([found, not all(map(_finite, losses))], np.int32)
+        bad = xp.zeros((), np.int32)
+        for a in losses:
+            bad = bad | ~xp.isfinite(a).all()
+        return xp.stack([found.reshape(()), bad]).astype(np.int32)
 
     def _flag_like(self, array):
         """This scaler's reusable 0-d int32 found-inf flag on ``array``'s device."""
@@ -486,16 +520,16 @@ class GradScaler:
         if not self._enabled:
             return grad_tensors
         ts = [grad_tensors] if isinstance(grad_tensors, Tensor) else list(grad_tensors)
-        for t in ts:
-            # the same gradient twice is refused; a new backward's gradient (a new object) is
-            # not, as MegEngine's own tests loop backward(unscale_grad=False) + unscale
-            if t.grad is not None and self._unscaled.get(t) is t.grad:
-                raise RuntimeError(
-                    "GradScaler.unscale: these gradients were already unscaled since the last "
-                    "update(); call scaler.update() once per iteration before unscaling again")
+        done = self._unscaled
+        # the same gradient twice is refused; a new backward's gradient (a new object) is not,
+        # as MegEngine's own tests loop backward(unscale_grad=False) + unscale. Only an earlier
+        # unscale() of this iteration can have recorded one.
+        if done and any(t.grad is not None and done.get(t) is t.grad for t in ts):
+            raise RuntimeError(
+                "GradScaler.unscale: these gradients were already unscaled since the last "
+                "update(); call scaler.update() once per iteration before unscaling again")
         found = self._unscale_tensors(ts, "GradScaler.unscale")
-        for t in ts:
-            self._unscaled.set(t, t.grad)
+        done.set_all(ts, [t.grad for t in ts])
         if found is None:
             return grad_tensors
         if self._sync_free:
@@ -616,7 +650,7 @@ class GradScaler:
                 "max_scale": self._max_scale}
 
     def _update_host(self, found, new_scale, where):
-        found_inf = any(bool(f) for f in found)
+        found_inf = any(found)
         bad_loss = self._loss_nonfinite
         used = self._host_scale
         if new_scale is not None:
