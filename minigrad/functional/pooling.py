@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from .._backend import casts, get_array_module, kernels
+from .._backend import casts, get_array_module, kernels, pool_cpu
 from .._backend.dtypes import float32, int64, is_floating, is_low_precision
 from ..core.function import Function
 from ..core.tensor import Tensor
@@ -46,7 +46,7 @@ class _Window:
     derives from it computed once (geometries are cached per call signature: immutable)."""
 
     __slots__ = ("kernel", "stride", "dilation", "pads", "out", "size", "padded", "volume",
-                 "steps", "window_steps", "has_pad", "inside", "offsets", "phases")
+                 "steps", "window_steps", "has_pad", "inside", "offsets", "phases", "planar")
 
     def __init__(self, kernel, stride, dilation, pads, out, size):
         self.kernel, self.stride, self.dilation = kernel, stride, dilation
@@ -73,6 +73,12 @@ class _Window:
         self.phases = tuple(whole + tuple(slice(a, None, q) for a, q in zip(first, qs))
                             for first in itertools.product(*[range(min(q, o)) for q, o in
                                                              zip(qs, out)]))
+        # (Hp, Wp, OH, OW, kh, kw, sh, sw, dh, dw) of the 2-D window the CPU kernels take (a
+        # 1-D pool is a 2-D one of height 1); None for 3 axes, which never come here
+        unit = (1,) * (2 - len(size))
+        self.planar = (None if len(size) > 2 else
+                       tuple(unit + self.padded) + tuple(unit + out) + tuple(unit + kernel)
+                       + tuple(unit + stride) + tuple(unit + dilation))
 
 
 _LAYOUTS = {1: ("(N, C, L)", "(C, L)"), 2: ("(N, C, H, W)", "(C, H, W)"),
@@ -199,12 +205,28 @@ class MaxPool2dFunction(Function):
     name = "max_pool2d"
 
     def forward(self, x, geo, indices=False):
-        # Comparisons and copies only: on the CPU float16/bfloat16 are pooled as integer keys
-        # (NumPy's half-precision comparisons convert element by element).
-        best = kernels.selection(lambda v: self._pool(v, geo, indices), x)
         self.geo = geo
+        best = self._pool_cpu(x, geo)
+        if best is None:  # the NumPy twin (and the GPU). Comparisons and copies only: on the
+            # CPU float16/bfloat16 are pooled as integer keys (NumPy's half-precision
+            # comparisons convert element by element).
+            best = kernels.selection(lambda v: self._pool(v, geo, indices), x)
         if indices:
             return best, _input_positions(self.idx, geo)
+        return best
+
+    def _pool_cpu(self, x, geo):
+        """The pool through the CPU's C kernel (``pool_cpu``), or None where it does not run."""
+        if geo.planar is None or not pool_cpu.scans(x):
+            return None
+        n, c = x.shape[:2]
+        lowest = _lowest(x.dtype)
+        found = pool_cpu.scan(_pad(x, geo, lowest), (n * c,) + geo.planar)
+        if found is None:
+            return None
+        best, self.idx = found[0].reshape((n, c) + geo.out), found[1].reshape((n, c) + geo.out)
+        if geo.has_pad and (best == lowest).any():
+            self.idx = _skip_padding(self.idx, geo)
         return best
 
     def _pool(self, x, geo, indices):
@@ -242,7 +264,8 @@ def _scan(xp, xpad, geo: _Window, exact_nan: bool):
         if exact_nan:
             upd |= v != v
         idx += upd * (k - idx)  # branch-free select (masked copies are slow in NumPy)
-        xp.maximum(best, v, out=best)  # propagates NaN
+        # propagates NaN; best second, so a tie keeps it (the sign of a first zero, as PyTorch)
+        xp.maximum(v, best, out=best)
     return best, idx
 
 
@@ -317,14 +340,18 @@ class MaxPool2dBackward(Function):
         xp = get_array_module(gy)
         self.idx, self.geo = idx, geo
         n, c = gy.shape[:2]
+        acc_dtype = gy.dtype if len(geo.phases) == 1 else _acc_dtype(gy.dtype)
+        acc = (None if geo.planar is None else
+               pool_cpu.scatter(gy, idx, (n * c,) + geo.planar, acc_dtype, len(geo.phases) > 1))
+        if acc is not None:
+            return _crop(acc.reshape((n, c) + geo.padded), geo, gy.dtype)
         lin = _argmax_flat_index(idx, geo)
         # Windows whose output positions differ by ceil(span/s) along every axis (a phase)
         # are disjoint, so each phase is a collision-free scatter. With one phase (windows do
         # not overlap) every target is written once, and a plain store is twice as fast as a
         # scattered add; nothing is summed then, so float16/bfloat16 are stored as they are.
         phases = geo.phases
-        acc = xp.zeros(n * c * geo.volume,
-                       dtype=gy.dtype if len(phases) == 1 else _acc_dtype(gy.dtype))
+        acc = xp.zeros(n * c * geo.volume, dtype=acc_dtype)
         if len(phases) == 1:
             acc[lin] = gy
         else:
