@@ -282,8 +282,12 @@ def test_maximum_minimum_same_values(dtype, op, ref):
 
 
 @pytest.mark.parametrize("dtype", LOW, ids=str)
-@pytest.mark.parametrize("n", [N, 100])  # the bit kernel, and the small path
-def test_relu_and_its_gradient(dtype, n):
+@pytest.mark.parametrize("n", [N, 100])  # the bit kernels, and the small path
+@pytest.mark.parametrize("c_relu", [True, False], ids=["c", "numpy"])
+def test_relu_and_its_gradient(dtype, n, c_relu, monkeypatch):
+    if c_relu and not lowp_cpu.C_RELU:
+        pytest.skip("the _f16c extension is not built here")
+    monkeypatch.setattr(lowp_cpu, "C_RELU", c_relu)
     x = values(dtype, n, seed=15)
     x[n // 2:n // 2 + 4] = np.array([0.0, -0.0, np.nan, -np.nan], np.float32).astype(dtype)
     y = run(F.relu, x)
@@ -296,6 +300,21 @@ def test_relu_and_its_gradient(dtype, n):
     gy[:4] = np.array([np.inf, -np.inf, np.nan, 1.0], np.float32).astype(dtype)
     g = kernels.relu_grad(gy, y)
     same_bits(g, np.where(y <= 0, dtype.type(0), gy))
+
+
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+def test_relu_kernels_equal_their_numpy_twin_on_every_bit_pattern(dtype, monkeypatch):
+    if not lowp_cpu.C_RELU:
+        pytest.skip("the _f16c extension is not built here")
+    x = np.arange(1 << 16, dtype=np.uint16).view(dtype)
+    gy = np.random.default_rng(18).permutation(x)
+    out = {}
+    for c_relu in (True, False):
+        monkeypatch.setattr(lowp_cpu, "C_RELU", c_relu)
+        out[c_relu] = lowp_cpu.relu(x), lowp_cpu.relu_grad(gy, x)
+    for c, twin in zip(out[True], out[False]):
+        assert c.dtype == dtype
+        np.testing.assert_array_equal(c.view(np.uint16), twin.view(np.uint16))
 
 
 @pytest.mark.parametrize("dtype", LOW, ids=str)

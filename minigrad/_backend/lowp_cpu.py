@@ -37,12 +37,14 @@ try:  # the optional C extension (setup.py), used where the CPU has F16C
 except ImportError:  # built without a C compiler: the NumPy kernels below
     _f16c = None
 F16C = _f16c is not None and _f16c.available()  # tests switch it off to check the NumPy twin
+C_RELU = _f16c is not None  # its ReLU kernels are portable C (tests switch it off too)
 
 _nd = np.ndarray
 _PY_SCALARS = (int, float, bool)
 _BLOCK = 1 << 16       # elements per block: a block's temporaries (< 1 MiB) stay in L2
 _MIN_FAST = 8192       # below this NumPy's scalar cast is as fast as the block loop's calls
 _MIN_F16C = 512        # ... and as the C extension's call (about 1 us)
+_MIN_C_RELU = 256      # below this NumPy's passes cost no more than the call
 _TWO_P112 = np.float32(2.0 ** 112)
 _TWO_M112 = np.float32(2.0 ** -112)
 # float16's smallest normal exponent, as float32 exponent bits: an array operand, because NumPy's
@@ -277,14 +279,25 @@ def selection(f, x):
 
 def relu(x):
     """``max(x, 0)`` of a float16/bfloat16 CPU array, as PyTorch's clamp computes it:
-    negative numbers give +0, both zeros and NaN stay."""
+    negative numbers give +0, both zeros and NaN stay. One pass in the C extension where it was
+    built (``C_RELU``), else three comparisons and a multiplication in NumPy."""
+    if C_RELU and x.size >= _MIN_C_RELU:
+        out = np.empty(x.shape, dtype=x.dtype)
+        _f16c.relu(np.ascontiguousarray(x), out, _INF_BITS[x.dtype])
+        return out
     i = x.view(np.int16)
     # positive, +0, a NaN of either sign, or -0 (0x8000) itself
     return keep(x, (i > -(0x8000 - _INF_BITS[x.dtype])) | (i == -0x8000))
 
 
 def relu_grad(gy, y):
-    """``0 where y <= 0 else gy`` for a float16/bfloat16 activation ``y`` on the CPU."""
+    """``0 where y <= 0 else gy`` for a float16/bfloat16 activation ``y`` on the CPU (gy of
+    y's shape; the C extension as in ``relu``)."""
+    if C_RELU and y.size >= _MIN_C_RELU and gy.shape == y.shape and gy.itemsize == 2:
+        out = np.empty(y.shape, dtype=gy.dtype)
+        _f16c.relu_grad(np.ascontiguousarray(gy), np.ascontiguousarray(y), out,
+                        _INF_BITS[y.dtype])
+        return out
     i = y.view(np.int16)
     # y <= 0: +0 (i == 0) or a negative non-NaN (i <= -NEG, -0 included).
     passes = i > -(0x8000 - _INF_BITS[y.dtype])
