@@ -192,6 +192,29 @@ def test_maximum_minimum_gradients_at_nan_and_with_inf_cotangents():
     assert x.grad.numpy().tolist() == [0.0, 1.0]
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
+def test_maximum_minimum_ties_of_signed_zeros_give_the_first_operand(dtype):
+    """PyTorch's maximum(-0.0, 0.0) is -0.0 and maximum(0.0, -0.0) is 0.0 (minimum alike);
+    minigrad gave NumPy's answer, the second operand, in every dtype."""
+    a = mg.tensor([-0.0, 0.0, -0.0]).astype(dtype)
+    b = mg.tensor([0.0, -0.0, 1.0]).astype(dtype)
+    for op in (F.maximum, F.minimum):
+        y = op(a, b).numpy().astype(np.float64)
+        assert y[:2].tolist() == [0.0, 0.0] and np.signbit(y[:2]).tolist() == [True, False]
+    assert np.signbit(F.minimum(a, b).numpy()[2].astype(np.float64))
+    assert np.signbit(F.maximum(a[:1], 0.0).numpy().astype(np.float64)).all()  # a Python zero
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_sign_of_negative_zero_is_positive_zero_in_low_precision(dtype):
+    """sign(-0.0) is 0.0 in PyTorch and in minigrad's float32; ml_dtypes' own bfloat16 sign,
+    which minigrad called directly, gave -0.0."""
+    y = mg.sign(mg.tensor([-0.0, -2.0, 3.0]).astype(dtype))
+    assert str(y.dtype) == dtype
+    out = y.numpy().astype(np.float64)
+    assert out.tolist() == [0.0, -1.0, 1.0] and not np.signbit(out[0])
+
+
 @pytest.mark.parametrize("op", ["addcmul", "addcdiv"])
 def test_fused_ops_of_an_empty_output_have_zero_gradients(op):
     """Broadcast operands holding inf/NaN meet an empty output: PyTorch's gradients are 0

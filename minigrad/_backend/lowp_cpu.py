@@ -12,7 +12,7 @@ and round the result, so ``+ - * /`` and ``sqrt`` give the same bits (a float32 
 once to float16 is the correctly rounded float16 result: 24 >= 2*11+2). Transcendental
 functions may differ from NumPy's own float16 loops by the float32 implementation's error,
 at most one float16/bfloat16 ulp. Selections (relu, clamp, maximum) follow float32's rule for
-the sign of a zero tie (``maximum(-0., 0.)`` is ``0.``), as the float32 model does.
+the sign of a zero tie (``maximum(-0., 0.)`` is ``-0.``, the first operand, as PyTorch's).
 ``tests/test_lowp_cpu.py`` checks all of this over random and special values.
 
 The casts are this module's own for float16 (``widen``/``narrow``, bit-identical to ``astype``,

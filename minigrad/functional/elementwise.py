@@ -354,7 +354,9 @@ class Sign(Function):
     def forward(self, x):
         if x.dtype.kind == "b":  # NumPy has no bool sign; PyTorch returns the bools
             return x.copy()
-        return get_array_module(x).sign(x)
+        # the low-precision CPU policy: ml_dtypes' own bfloat16 sign gives -0 for -0 (float32's
+        # and PyTorch's give 0), and runs element by element
+        return kernels.unary(get_array_module(x).sign, x)
 
     def backward(self, gy):
         return None  # zero almost everywhere: no gradient flows
@@ -413,7 +415,9 @@ class Maximum(Function):
         a, b = _pair(a, b)
         self.save_for_backward(a, b)
         xp = get_array_module(a if hasattr(a, "dtype") else b)
-        return _binop(getattr(xp, self._pick), a, b)
+        # b first: NumPy's maximum/minimum return their second operand on a tie, PyTorch's the
+        # first (maximum(-0.0, 0.0) is -0.0); NaN propagates from either side either way.
+        return _binop(getattr(xp, self._pick), b, a)
 
     def backward(self, gy):
         a, b = self.saved_tensors
