@@ -13,6 +13,7 @@ penalties, meta-learning) works.
 from __future__ import annotations
 
 import math
+import operator
 
 from .._backend import device_of, get_array_module, kernels
 from .._backend import random as _random
@@ -70,6 +71,12 @@ def log_softmax_array(x, axis):
     return s
 
 
+def _times(gy, d):
+    """``gy * d`` of two arrays of one dtype (the fast backwards' last product): float16/
+    bfloat16 in float32 on the CPU, where NumPy's float16 loops run element by element."""
+    return kernels.binary(operator.mul, gy, d)
+
+
 # --------------------------------------------------------------------------- pointwise
 class TanhFunction(Function):
     name = "tanh"
@@ -83,7 +90,9 @@ class TanhFunction(Function):
     def backward(self, gy):
         (y,) = self.saved_tensors
         if fast_backward():
-            return const(gy._data * (1 - y._data * y._data))
+            # float16/bfloat16 on the CPU in float32, rounded once, as PyTorch's tanh_backward
+            # (NumPy's float16 loops round each step and run element by element)
+            return const(kernels.binary(lambda g, v: g * (1 - v * v), gy._data, y._data))
         return gy * (1 - y * y)
 
 
@@ -99,7 +108,8 @@ class SigmoidFunction(Function):
     def backward(self, gy):
         (y,) = self.saved_tensors
         if fast_backward():
-            return const(gy._data * (y._data * (1 - y._data)))
+            # float16/bfloat16 on the CPU in float32, rounded once (as TanhFunction's)
+            return const(kernels.binary(lambda g, v: g * (v * (1 - v)), gy._data, y._data))
         return gy * (y * (1 - y))
 
 
@@ -124,14 +134,33 @@ class LeakyReLUFunction(Function):
     def forward(self, x, negative_slope):
         self.save_for_backward(x)
         self.negative_slope = negative_slope
-        # PyTorch's x > 0 ? x : x * slope: -0.0 stays -0.0 (max + min * slope gave +0.0)
-        return get_array_module(x).where(x > 0, x, x * scalar_like(negative_slope, x))
+        # PyTorch's x > 0 ? x : x * slope: -0.0 stays -0.0 (max + min * slope gave +0.0).
+        # float16/bfloat16 on the CPU in float32 with the slope unrounded, as PyTorch's opmath
+        # (the slope rounded to float16 first gave results 1 ulp off)
+        return get_array_module(x).where(_positive(x), x, _scaled(x, negative_slope))
 
     def backward(self, gy):
         (x,) = self.saved_tensors
         k = self.negative_slope
+        if fast_backward():  # PyTorch's x > 0 ? gy : gy * slope, computed as the forward
+            return const(get_array_module(gy._data).where(_positive(x._data), gy._data,
+                                                          _scaled(gy._data, k)))
         slope = (x._data > 0) * scalar_like(1 - k, gy._data) + scalar_like(k, gy._data)
         return gy * const(slope)
+
+
+def _positive(x):
+    """``x > 0`` of an array (float16/bfloat16 compared in float32 on the CPU: NumPy's
+    float16 comparisons run element by element)."""
+    return kernels.binary(operator.gt, x, 0)
+
+
+def _scaled(x, k):
+    """``x * k`` of an array and a Python number, in x's dtype. On the CPU float16/bfloat16
+    compute in float32 with ``k`` in float32, rounded once, as PyTorch's opmath (``k`` passed
+    to the backend as a Python number would first be rounded to x's dtype, as NumPy does);
+    elsewhere ``k`` is typed as x's dtype."""
+    return kernels.unary(lambda v: v * scalar_like(k, v), x)
 
 
 class GELUFunction(Function):
@@ -167,7 +196,7 @@ class GELUFunction(Function):
             xp = get_array_module(z)
             d = 0.5 * (1 + erf_array(z * (1 / math.sqrt(2.0)))) + \
                 z * xp.exp(-0.5 * z * z) * (1 / math.sqrt(2 * math.pi))
-            return const(gy._data * narrow(d, gy.dtype))
+            return const(_times(gy._data, narrow(d, gy.dtype)))
         cdf = (erf(x * (1 / math.sqrt(2.0))) + 1) * 0.5
         pdf = exp(x * x * -0.5) * (1 / math.sqrt(2 * math.pi))
         return gy * (cdf + x * pdf)
@@ -187,7 +216,7 @@ class SiLUFunction(Function):
         if fast_backward():
             z = wide(x._data)
             s = sigmoid_array(z)
-            return const(gy._data * narrow(s * (1 + z * (1 - s)), gy.dtype))
+            return const(_times(gy._data, narrow(s * (1 + z * (1 - s)), gy.dtype)))
         s = sigmoid(x)
         return gy * (s * (1 + x * (1 - s)))
 
@@ -213,7 +242,7 @@ class SoftplusFunction(Function):
         if fast_backward():
             s = sigmoid_array(z)
             s = get_array_module(s).where(linear, 1, s)
-            return const(gy._data * narrow(s, gy.dtype))
+            return const(_times(gy._data, narrow(s, gy.dtype)))
         return gy * where(const(linear), 1.0, sigmoid(x * self.beta))
 
 
@@ -227,8 +256,8 @@ class PReLUFunction(Function):
         self.save_for_backward(x, w)
         wb = w.reshape(self._wshape(x, w))
         # PyTorch's x > 0 ? x : w * x: a positive x never meets its weight (an inf weight
-        # does not make it NaN), and -0.0 stays -0.0
-        return get_array_module(x).where(x > 0, x, x * wb)
+        # does not make it NaN), and -0.0 stays -0.0; float16/bfloat16 in float32 on the CPU
+        return get_array_module(x).where(_positive(x), x, kernels.binary(operator.mul, x, wb))
 
     @staticmethod
     def _wshape(x, w):
@@ -445,7 +474,7 @@ class ELUFunction(Function):
             xd = wide(x._data)
             xp = get_array_module(xd)
             d = xp.where(pos._data, self.scale, xp.exp(xp.minimum(xd, 0) * self.input_scale) * k)
-            return const(gy._data * narrow(d, gy.dtype))
+            return const(_times(gy._data, narrow(d, gy.dtype)))
         # where() before exp: no overflow on the positive side, and x's second derivative
         # flows only through the exponential side.
         return gy * where(pos, self.scale, exp(where(pos, 0.0, x) * self.input_scale) * k)
@@ -590,7 +619,7 @@ class MishFunction(Function):
             z = wide(x._data)
             t = get_array_module(z).tanh(_softplus_array(z))
             d = t + z * sigmoid_array(z) * (1 - t * t)
-            return const(gy._data * narrow(d, gy.dtype))
+            return const(_times(gy._data, narrow(d, gy.dtype)))
         t = tanh(softplus(x))
         return gy * (t + x * sigmoid(x) * (1 - t * t))
 
@@ -610,7 +639,7 @@ class LogSigmoidFunction(Function):
         (x,) = self.saved_tensors
         if fast_backward():
             s = sigmoid_array(-wide(x._data))
-            return const(gy._data * narrow(s, gy.dtype))
+            return const(_times(gy._data, narrow(s, gy.dtype)))
         return gy * sigmoid(-x)
 
 

@@ -219,7 +219,13 @@ class Pow(Function):
                 elif b == 2:
                     ga = gy * (a * 2)
                 elif fast_backward():
-                    ga = const(gy._data * (b * a._data ** (b - 1)))
+                    # PyTorch's grad * (exponent * a.pow(exponent - 1)), each of its three ops
+                    # rounded to the dtype; float16/bfloat16 compute in float32 on the CPU, so
+                    # the exponent meets them unrounded, as in PyTorch's opmath (NumPy's float16
+                    # loops rounded it first and ran element by element)
+                    p = kernels.binary(operator.pow, a._data, b - 1)
+                    ga = const(kernels.binary(operator.mul, gy._data,
+                                              kernels.unary(lambda v: v * scalar_like(b, v), p)))
                 else:
                     ga = gy * (pow(a, b - 1) * b)
             else:  # b * a^(b-1) is 0 * inf at a == b == 0: PyTorch's derivative there is 0
@@ -344,8 +350,10 @@ class Abs(Function):
 
     def backward(self, gy):
         (x,) = self.saved_tensors
-        # sign is piecewise constant: a constant keeps double backward exact (and cheap).
-        return gy * const(get_array_module(x._data).sign(x._data))
+        # sign is piecewise constant: a constant keeps double backward exact (and cheap). Through
+        # the low-precision policy, as Sign.forward: bfloat16's own sign of -0 is -0 (a -0
+        # gradient where PyTorch's is +0)
+        return gy * const(kernels.unary(get_array_module(x._data).sign, x._data))
 
 
 class Sign(Function):
@@ -697,7 +705,10 @@ class _Rounding(Function):
     def forward(self, x, decimals=0):
         if x.dtype.kind in "iu":
             return x.copy()
-        return self.f(get_array_module(x), x, decimals)
+        xp = get_array_module(x)
+        # the low-precision policy: NumPy's float16 floor/rint run element by element (50x
+        # float32's time), bfloat16's in ml_dtypes' loops; exact either way
+        return kernels.unary(lambda v: self.f(xp, v, decimals), x)
 
     def backward(self, gy):
         return const(get_array_module(gy._data).zeros_like(gy._data))
@@ -781,7 +792,9 @@ class Copysign(Function):
         # d/da copysign(a, b) = y / a, +-1, and 0 at a == 0 (PyTorch); none for b.
         ad, yd = a._data, y._data
         xp = get_array_module(ad)
-        ratio = xp.where(ad == 0, 0, xp.sign(yd) * xp.sign(ad)).astype(gy.dtype, copy=False)
+        # float16/bfloat16 on the CPU in float32 (NumPy's float16 loops run element by element)
+        ratio = kernels.binary(lambda y_, a_: xp.where(a_ == 0, 0, xp.sign(y_) * xp.sign(a_)),
+                               yd, ad).astype(gy.dtype, copy=False)
         return sum_to_shape(gy * const(ratio), a.shape), None
 
 
@@ -808,7 +821,12 @@ class Fmod(Function):
         if nb:
             ad, bd = getattr(a, "_data", a), b._data
             xp = get_array_module(bd)
-            q = xp.trunc(ad / bd) if self.quotient == "trunc" else xp.floor_divide(ad, bd)
+            # float16/bfloat16 on the CPU in float32 (NumPy's float16 loops run element by
+            # element); fmod's quotient is rounded to the dtype before trunc, as PyTorch's
+            if self.quotient == "trunc":
+                q = kernels.unary(xp.trunc, kernels.binary(_truediv, ad, bd))
+            else:
+                q = kernels.binary(xp.floor_divide, ad, bd)
             gb = sum_to_shape(gy * const(-xp.asarray(q, dtype=gy.dtype)), b.shape)
         return ga, gb
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 
-from .._backend import get_array_module
+from .._backend import get_array_module, kernels
 from .._backend.dtypes import float32, float64, is_floating
 from .._backend.kernels import sum_fp32
 from ..core.cast import cast
@@ -206,7 +207,9 @@ class Max(Function):
         mask = _first_hit_mask(x._data, self.axes, self.idx)
         g = _expand_grad(gy, self.in_shape, self.axes, self.keepdims)
         if fast_backward():
-            return const(g._data * mask)
+            # float16/bfloat16 on the CPU in float32 (NumPy's float16 product with a bool mask
+            # runs element by element); exact either way
+            return const(kernels.binary(operator.mul, g._data, mask))
         return g * const(mask.astype(gy.dtype))
 
 
@@ -350,12 +353,15 @@ class Norm(Function):
         x, y = self.saved_tensors
         xp = get_array_module(x._data)
         g = _expand_grad(gy, self.in_shape, self.axes, self.keepdims)
-        sgn = const(xp.sign(x._data))
+        # through the low-precision policy, as Sign.forward: bfloat16's own sign of -0 is -0 (a
+        # -0 gradient where PyTorch's is +0), and float16's runs element by element
+        sgn_data = kernels.unary(xp.sign, x._data)
+        sgn = const(sgn_data)
         if self.ord == 1:
             return g * sgn
         if self.ord == math.inf:
             mask = _first_hit_mask(x._data, self.axes, self.idx)
-            return g * const((xp.sign(x._data) * mask).astype(gy.dtype))
+            return g * const(kernels.binary(operator.mul, sgn_data, mask).astype(gy.dtype))
         ye = _expand_grad(y, self.in_shape, self.axes, self.keepdims)
         # At y == 0 every x is 0: use the subgradient 0 rather than 0/0 = nan (a NaN norm
         # keeps its NaN gradient, as PyTorch's). x / y is at most 1 in magnitude: dividing

@@ -14,6 +14,7 @@ lose digits. Backward passes are written with ops, so double backward works.
 from __future__ import annotations
 
 import math
+import operator
 
 from .._backend import get_array_module, kernels
 from .._backend.dtypes import float32, float64, float_result_type
@@ -370,8 +371,14 @@ class Erf(Function):
         (x,) = self.saved_tensors
         k = 2 / math.sqrt(math.pi)
         if fast_backward():
-            xd = x._data
-            return const(gy._data * (get_array_module(xd).exp(-xd * xd) * scalar_like(k, xd)))
+            xp, xd = get_array_module(x._data), x._data
+            # PyTorch's formula, k * exp(-x.pow(2)) * grad, each op rounded to the dtype as
+            # PyTorch rounds it; float16/bfloat16 compute in float32 on the CPU, so k meets
+            # them unrounded, as in PyTorch's opmath (NumPy's float16 loops rounded k first
+            # and ran element by element)
+            e = kernels.unary(lambda v: xp.exp(-v), kernels.binary(operator.mul, xd, xd))
+            ke = kernels.unary(lambda v: v * scalar_like(k, v), e)
+            return const(kernels.binary(operator.mul, ke, gy._data))
         return gy * (exp(x * x * -1.0) * k)
 
 
