@@ -184,13 +184,21 @@ static int check_geometry(const geometry *g) {
     return 0;
 }
 
+/* (kind, three arrays, geometry tuple): the arguments of scan and scatter, the geometry checked. */
+static int parse_call(PyObject *args, const char **kind, PyObject *objs[3], geometry *g) {
+    PyObject *shape;
+    if (!PyArg_ParseTuple(args, "sOOOO!", kind, &objs[0], &objs[1], &objs[2], &PyTuple_Type,
+                          &shape) || !parse_geometry(shape, g) || check_geometry(g) < 0)
+        return -1;
+    return 0;
+}
+
 /* scan(kind, x, best, idx, geometry) with kind "f32", "f64", "f16" or "bf16". */
 static PyObject *py_scan(PyObject *self, PyObject *args) {
     const char *kind;
-    PyObject *objs[3], *shape;
+    PyObject *objs[3];
     geometry g;
-    if (!PyArg_ParseTuple(args, "sOOOO!", &kind, &objs[0], &objs[1], &objs[2], &PyTuple_Type,
-                          &shape) || !parse_geometry(shape, &g) || check_geometry(&g) < 0)
+    if (parse_call(args, &kind, objs, &g) < 0)
         return NULL;
     Py_ssize_t item = !strcmp(kind, "f32") ? 4 : !strcmp(kind, "f64") ? 8 : 2;
     if (item == 2 && strcmp(kind, "f16") && strcmp(kind, "bf16")) {
@@ -224,10 +232,9 @@ static PyObject *py_scan(PyObject *self, PyObject *args) {
  * never overlap), "add_f32" or "add_f64". */
 static PyObject *py_scatter(PyObject *self, PyObject *args) {
     const char *kind;
-    PyObject *objs[3], *shape;
+    PyObject *objs[3];
     geometry g;
-    if (!PyArg_ParseTuple(args, "sOOOO!", &kind, &objs[0], &objs[1], &objs[2], &PyTuple_Type,
-                          &shape) || !parse_geometry(shape, &g) || check_geometry(&g) < 0)
+    if (parse_call(args, &kind, objs, &g) < 0)
         return NULL;
     int add = !strncmp(kind, "add_", 4);
     Py_ssize_t item = !strcmp(kind, "store2") ? 2
