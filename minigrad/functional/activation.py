@@ -23,7 +23,8 @@ from ..core.tensor import Tensor
 from ..core.cast import cast
 from ._axes import check_axis, one_of
 from ._utils import (
-    acc_dtype, check_floating, const, fast_backward, narrow, op_error, scalar_like, wide,
+    acc_dtype, check_floating, const, fast_backward, narrow, op_error, scalar_like, to_dtype,
+    wide,
 )
 from ._composite import composite
 from .elementwise import abs as _abs
@@ -52,7 +53,7 @@ def sigmoid_array(x):
 def softmax_array(x, axis):
     """Max-subtracted softmax of an array, computed and returned in ``acc_dtype(x.dtype)``."""
     xp = get_array_module(x)
-    z = x.astype(acc_dtype(x.dtype), copy=False)
+    z = to_dtype(x, acc_dtype(x.dtype))
     if z.size == 0:  # an empty axis (or batch): an empty result, as in PyTorch
         return z.copy()
     e = xp.exp(z - z.max(axis=axis, keepdims=True))
@@ -63,7 +64,7 @@ def softmax_array(x, axis):
 def log_softmax_array(x, axis):
     """Max-subtracted log-softmax of an array in ``acc_dtype(x.dtype)``."""
     xp = get_array_module(x)
-    z = x.astype(acc_dtype(x.dtype), copy=False)
+    z = to_dtype(x, acc_dtype(x.dtype))
     if z.size == 0:
         return z.copy()
     s = z - z.max(axis=axis, keepdims=True)

@@ -7,14 +7,15 @@ backward is the same masked multiply, so it differentiates any number of times.
 from __future__ import annotations
 
 import math
+import operator
 
-from .._backend import device_of, get_array_module
+from .._backend import device_of, get_array_module, kernels
 from .._backend import random as _random
 from .._backend.dtypes import float32, is_floating
 from ..core.function import Function
 from ..core.tensor import Tensor
 from ._composite import composite
-from ._utils import acc_dtype, check_floating, op_error
+from ._utils import acc_dtype, check_floating, op_error, to_dtype
 
 __all__ = ["alpha_dropout", "dropout", "dropout1d", "dropout2d", "dropout3d",
            "feature_alpha_dropout"]
@@ -27,8 +28,10 @@ class DropoutFunction(Function):
         self.mask, self.scale = mask, scale
         m = mask.astype(acc_dtype(x.dtype))
         m *= scale
-        # float16 input is multiplied in float32 so 1 / (1 - p) is not rounded to float16.
-        return (x * m).astype(x.dtype, copy=False)
+        # float16 input is multiplied in float32 so 1 / (1 - p) is not rounded to float16
+        # (on the CPU with x widened by the vectorised cast: NumPy's mixed float16 * float32
+        # product converts element by element; the same product)
+        return to_dtype(kernels.binary(operator.mul, x, m), x.dtype)
 
     def backward(self, gy):
         return DropoutFunction.apply(gy, mask=self.mask, scale=self.scale)
@@ -133,7 +136,7 @@ def _alpha_dropout(op, x, p, training, feature):
     keep = (gen.random(shape, dtype=float32) >= p).astype(float32)
     a = 1.0 / math.sqrt((_SELU_ALPHA ** 2 * p + 1) * (1 - p))
     b = (keep - 1) * (_SELU_ALPHA * a) + _SELU_ALPHA * a * p
-    return _AlphaDropout.apply(x, (keep * a).astype(x.dtype), b.astype(x.dtype), kw={})
+    return _AlphaDropout.apply(x, to_dtype(keep * a, x.dtype), to_dtype(b, x.dtype), kw={})
 
 
 def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,  # noqa: A002

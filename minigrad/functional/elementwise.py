@@ -42,6 +42,7 @@ from ._utils import (
     scalar_like,
     shape_of,
     sum_to_shape,
+    to_dtype,
     wide,
 )
 
@@ -920,14 +921,14 @@ class Lerp(Function):
         w = wide(weight) if hasattr(weight, "dtype") else weight
         low = s + w * diff
         if not hasattr(weight, "dtype") and abs(weight) < 0.5:
-            return low.astype(dtype, copy=False)
+            return to_dtype(low, dtype)
         near_start = xp.abs(w) < 0.5
         high = e - diff * (1 - w)
         # diff * (1 - w) may overflow where the result does not (end near the dtype's largest,
         # weight < 0.5): there the start-side formula is finite (PyTorch's fused multiply-add
         # gives it too). A diff or end that is itself inf keeps PyTorch's answer.
         near_start = near_start | (xp.isinf(high) & xp.isfinite(diff) & xp.isfinite(e))
-        return xp.where(near_start, low, high).astype(dtype, copy=False)
+        return to_dtype(xp.where(near_start, low, high), dtype)
 
     def backward(self, gy):
         start, end, weight = self.saved_tensors

@@ -22,7 +22,7 @@ from ..core.tensor import Tensor
 from ._axes import check_axis
 from ._array_backward import ArrayBackward, run_array_backward, sum_to_array
 from ._utils import (acc_dtype, broadcast_shape, check_floating, const, fast_backward, op_error,
-                     scatter_add_flat, sum_to_shape)
+                     scatter_add_flat, sum_to_shape, to_dtype)
 from .activation import log_softmax
 
 __all__ = [
@@ -139,7 +139,7 @@ class CrossEntropy(Function):
         xp = get_array_module(x)
         self.axis = axis = _class_axis(x, axis)
         acc = acc_dtype(x.dtype)
-        z, rows_shape = _class_rows(x.astype(acc, copy=False), axis)
+        z, rows_shape = _class_rows(to_dtype(x, acc), axis)
         classes = z.shape[1]
         _check_class_weight("cross_entropy", weight, classes, input_shape=x.shape)
         # no classes: no max to take (NumPy refuses); the empty sum's log is -inf
@@ -152,7 +152,7 @@ class CrossEntropy(Function):
             if target.shape != x.shape:
                 raise op_error("cross_entropy", "probability targets must have the input's "
                                "shape", input_shape=x.shape, target_shape=target.shape)
-            tp, _ = _class_rows(target.astype(acc, copy=False), axis)
+            tp, _ = _class_rows(to_dtype(target, acc), axis)
             if eps:
                 tp = tp * (1.0 - eps) + eps / classes
             wtp = tp if w is None else tp * w
@@ -227,23 +227,23 @@ class CrossEntropyBackward(ArrayBackward):
     def compute(self, gy, needs, saved, probs, w, eps, reduction, denom, axis):
         xp = get_array_module(gy)
         x = saved[0]
-        z, _ = _class_rows(x.astype(gy.dtype, copy=False), axis)  # gy has the loss's dtype
+        z, _ = _class_rows(to_dtype(x, gy.dtype), axis)  # gy has the loss's dtype
         c = _coef(gy, reduction, denom)
         c = c.reshape(-1, 1) if reduction == "none" else c
         out = []
         if probs:
             target, lse = saved[1], saved[2]
             classes = z.shape[1]
-            tp, _ = _class_rows(target.astype(lse.dtype, copy=False), axis)
+            tp, _ = _class_rows(to_dtype(target, lse.dtype), axis)
             tp_s = tp * (1.0 - eps) + eps / classes if eps else tp
             wtp = tp_s if w is None else tp_s * w
             logp = z - lse
             if needs[0]:
                 g = xp.exp(logp) * wtp.sum(axis=1, keepdims=True) - wtp
-                out.append(_unrows(g * c, x.shape, axis).astype(x.dtype, copy=False))
+                out.append(to_dtype(_unrows(g * c, x.shape, axis), x.dtype))
             if needs[1]:
                 gt = -logp * (1.0 - eps) if w is None else -logp * w * (1.0 - eps)
-                out.append(_unrows(gt * c, x.shape, axis).astype(target.dtype, copy=False))
+                out.append(to_dtype(_unrows(gt * c, x.shape, axis), target.dtype))
             return tuple(out)
         lse, ts, valid, wt = saved[1:]
         classes = z.shape[1]
@@ -257,7 +257,7 @@ class CrossEntropyBackward(ArrayBackward):
         if eps:
             shift = (valid * (eps / classes) * c_row)[:, None]
             g -= shift if w is None else shift * w
-        out.append(_unrows(g, x.shape, axis).astype(x.dtype, copy=False))
+        out.append(to_dtype(_unrows(g, x.shape, axis), x.dtype))
         return tuple(out)
 
 
@@ -330,7 +330,7 @@ class NllLossBackward(ArrayBackward):
         c = c.reshape(-1) if reduction == "none" else c
         g = xp.zeros((ts.size, shape[axis]), dtype=wt.dtype)
         g[xp.arange(ts.size), ts] = -wt * c
-        return (_unrows(g, shape, axis).astype(dtype, copy=False),)
+        return (to_dtype(_unrows(g, shape, axis), dtype),)
 
 
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
@@ -361,7 +361,7 @@ class _Pointwise(Function):
     def forward(self, x, t, reduction, **params):
         check_floating(self.name, x)
         acc = float64 if float64 in (x.dtype, t.dtype) else float32
-        xf, tf = x.astype(acc, copy=False), t.astype(acc, copy=False)
+        xf, tf = to_dtype(x, acc), to_dtype(t, acc)
         self.params, self.reduction = params, reduction
         loss = self._loss(xf, tf, **params)
         self.denom = loss.size
@@ -379,15 +379,15 @@ class PointwiseBackward(ArrayBackward):
 
     def compute(self, gy, needs, fn, x, t):
         acc = gy.dtype
-        xf = x.astype(acc, copy=False)
-        tf = t.astype(acc, copy=False)
+        xf = to_dtype(x, acc)
+        tf = to_dtype(t, acc)
         c = _coef(gy, fn.reduction, fn.denom)
         gx, gt = fn._grad(xf, tf, needs, **fn.params)
         out = []
         if needs[0]:
-            out.append(sum_to_array(gx * c, x.shape).astype(x.dtype, copy=False))
+            out.append(to_dtype(sum_to_array(gx * c, x.shape), x.dtype))
         if needs[1]:
-            out.append(sum_to_array(gt * c, t.shape).astype(t.dtype, copy=False))
+            out.append(to_dtype(sum_to_array(gt * c, t.shape), t.dtype))
         return tuple(out)
 
 
@@ -468,7 +468,7 @@ class BinaryCrossEntropy(_Pointwise):
         loss = -(t * logp + (1.0 - t) * log1mp)
         if not host_checks(xp):  # GPU: out-of-range values give NaN, as _targets explains
             loss = xp.where((p < 0) | (p > 1) | (t < 0) | (t > 1), xp.nan, loss)
-        return loss if weight is None else loss * weight.astype(loss.dtype)
+        return loss if weight is None else loss * to_dtype(weight, loss.dtype)
 
     def _grad(self, p, t, needs, weight):
         xp = get_array_module(p)
@@ -479,7 +479,7 @@ class BinaryCrossEntropy(_Pointwise):
             logp, log1mp = self._logs(p)
             gt = log1mp - logp
         if weight is not None:
-            w = weight.astype(p.dtype)
+            w = to_dtype(weight, p.dtype)
             gp = None if gp is None else gp * w
             gt = None if gt is None else gt * w
         return gp, gt
@@ -496,14 +496,14 @@ class BinaryCrossEntropyWithLogits(_Pointwise):
     def _loss(self, x, t, weight, pos_weight):
         sp = self._softplus_neg(x)
         if pos_weight is not None:
-            sp = sp * (1.0 + (pos_weight.astype(x.dtype) - 1.0) * t)
+            sp = sp * (1.0 + (to_dtype(pos_weight, x.dtype) - 1.0) * t)
         loss = (1.0 - t) * x + sp
-        return loss if weight is None else loss * weight.astype(loss.dtype)
+        return loss if weight is None else loss * to_dtype(weight, loss.dtype)
 
     def _grad(self, x, t, needs, weight, pos_weight):
         xp = get_array_module(x)
         sp = self._softplus_neg(x)
-        pw = None if pos_weight is None else pos_weight.astype(x.dtype)
+        pw = None if pos_weight is None else to_dtype(pos_weight, x.dtype)
         gx = gt = None
         if needs[0]:
             # sigmoid(-x) = exp(-softplus(x)) without overflow; softplus(x) taken directly
@@ -514,7 +514,7 @@ class BinaryCrossEntropyWithLogits(_Pointwise):
         if needs[1]:
             gt = -x if pw is None else -x + (pw - 1.0) * sp
         if weight is not None:
-            w = weight.astype(x.dtype)
+            w = to_dtype(weight, x.dtype)
             gx = None if gx is None else gx * w
             gt = None if gt is None else gt * w
         return gx, gt
@@ -685,7 +685,7 @@ class CosineSimilarityFunction(Function):
         xp = get_array_module(a)
         acc = acc_dtype(xp.result_type(a.dtype, b.dtype))
         # Broadcast first (PyTorch): norms are taken over the broadcast vectors.
-        af, bf = xp.broadcast_arrays(a.astype(acc, copy=False), b.astype(acc, copy=False))
+        af, bf = xp.broadcast_arrays(to_dtype(a, acc), to_dtype(b, acc))
         na = xp.sqrt((af * af).sum(axis=axis, keepdims=True))
         nb = xp.sqrt((bf * bf).sum(axis=axis, keepdims=True))
         # Each norm is clamped on its own (PyTorch >= 1.12), which keeps the result in [-1, 1].
@@ -693,7 +693,7 @@ class CosineSimilarityFunction(Function):
         cos = (af * bf).sum(axis=axis, keepdims=True) / (cna * cnb)
         self.axis = axis
         self.save_for_backward(a, b, na, nb, cna, cnb, cos)
-        return xp.squeeze(cos, axis=axis).astype(xp.result_type(a.dtype, b.dtype), copy=False)
+        return to_dtype(xp.squeeze(cos, axis=axis), xp.result_type(a.dtype, b.dtype))
 
     def backward(self, gy):
         saved = [_data(t) for t in self.saved_tensors]
@@ -708,15 +708,15 @@ class CosineSimilarityBackward(ArrayBackward):
         xp = get_array_module(gy)
         a, b, na, nb, cna, cnb, cos = saved
         acc = cos.dtype
-        g = xp.expand_dims(gy.astype(acc, copy=False), axis)
-        af, bf = xp.broadcast_arrays(a.astype(acc, copy=False), b.astype(acc, copy=False))
+        g = xp.expand_dims(to_dtype(gy, acc), axis)
+        af, bf = xp.broadcast_arrays(to_dtype(a, acc), to_dtype(b, acc))
         out = []
         if needs[0]:
             ga = bf / (cna * cnb) - cos * af / (cna * xp.where(na > 0, na, 1.0))
-            out.append(sum_to_array(g * ga, a.shape).astype(a.dtype, copy=False))
+            out.append(to_dtype(sum_to_array(g * ga, a.shape), a.dtype))
         if needs[1]:
             gb = af / (cna * cnb) - cos * bf / (cnb * xp.where(nb > 0, nb, 1.0))
-            out.append(sum_to_array(g * gb, b.shape).astype(b.dtype, copy=False))
+            out.append(to_dtype(sum_to_array(g * gb, b.shape), b.dtype))
         return tuple(out)
 
 
@@ -791,7 +791,7 @@ class CTCLossFunction(Function):
         valid = pos[None, :] < (2 * tgt_lens + 1)[:, None]
         # a label may be reached from two places back unless it repeats the label there
         skip = (pos[None, :] >= 2) & (ext != blank) & (ext != _shift(xp, ext, 2, blank))
-        emit = xp.take_along_axis(lp.astype(acc, copy=False),
+        emit = xp.take_along_axis(to_dtype(lp, acc),
                                   xp.broadcast_to(ext[None], (n_t, n, width)), axis=2)
         ninf = acc.type(-math.inf)
         alpha = xp.full((n_t, n, width), ninf, dtype=acc)
@@ -859,7 +859,7 @@ class CTCLossBackward(ArrayBackward):
         lin = (xp.arange(n_t)[:, None, None] * n + rows[None, :, None]) * n_c + ext[None]
         grad = scatter_add_flat(xp, n_t * n * n_c, xp.broadcast_to(lin, occ.shape),
                                 occ * -scale[None, :, None], alpha.dtype)
-        return (grad.reshape(n_t, n, n_c).astype(dtype, copy=False),)
+        return (to_dtype(grad.reshape(n_t, n, n_c), dtype),)
 
 
 def _lengths(v, n, what):

@@ -24,7 +24,7 @@ from ..core.tensor import Tensor
 from ._array_backward import ArrayBackward, run_array_backward
 from ._axes import one_of
 from ._composite import composite
-from ._utils import acc_dtype, check_floating, const, normalize_axis, op_error
+from ._utils import acc_dtype, check_floating, const, cpu_wide, normalize_axis, op_error, to_dtype
 from .elementwise import clip, rsqrt, sqrt, where
 from .reduction import mean, norm, norm_order
 from .shape import pad
@@ -74,12 +74,15 @@ class BatchNorm(Function):
         self.pshape = pshape = (1, c) + (1,) * (x.ndim - 2)
         acc = acc_dtype(x.dtype)
         self.training = training
+        # CPU float16/bfloat16 widened once here: the backend's CPU path would widen (and
+        # round back) with NumPy's element-by-element casts; same values, same rounding
+        xw = cpu_wide(x)
         if training:
             n = x.size // c
             if n <= 1:
                 raise op_error("batch_norm", "needs more than one value per channel when "
                                "training; use a larger batch or training=False", shape=x.shape)
-            mean, var = BN.moments(x, axes)
+            mean, var = BN.moments(xw, axes)
             for running, stat, corr in ((running_mean, mean, 1.0),
                                         (running_var, var, n / (n - 1))):  # unbiased variance
                 if running is not None:  # in place, with a version bump (nn.BatchNorm's buffers)
@@ -93,7 +96,7 @@ class BatchNorm(Function):
             var = running_var._data.astype(acc).reshape(pshape)
         invstd, scale, shift = BN.scale_shift(mean, var, eps, weight, bias)
         self.save_for_backward(x, weight, mean, invstd)
-        return BN.affine_apply(x, scale, shift)
+        return to_dtype(BN.affine_apply(xw, scale, shift), x.dtype)
 
     def backward(self, gy):
         x, w, mean, invstd = [t._data if isinstance(t, Tensor) else t for t in self.saved_tensors]
@@ -108,10 +111,11 @@ class BatchNormBackward(ArrayBackward):
     name = "batch_norm_backward"
 
     def compute(self, gy, needs, x, w, b, mean, invstd, axes, pshape, training):
+        gyw, xw = cpu_wide(gy), cpu_wide(x)  # CPU float16/bfloat16 widened once, as in forward
         if x.size == 0:  # an empty batch: empty input gradient, zero parameter gradients
             s1 = s2 = get_array_module(x).zeros(pshape, invstd.dtype)
         else:
-            s1, s2 = BN.backward_sums(gy, x, mean, axes)  # sum(gy), sum(gy * (x - mean))
+            s1, s2 = BN.backward_sums(gyw, xw, mean, axes)  # sum(gy), sum(gy * (x - mean))
         out = []
         if needs[0]:
             k = invstd if w is None else invstd * w.astype(invstd.dtype).reshape(pshape)
@@ -120,7 +124,7 @@ class BatchNormBackward(ArrayBackward):
                 a, bb = s1 / n, s2 * (invstd * invstd) / n
             else:         # running statistics are constants: gx = k * gy
                 a = bb = get_array_module(k).zeros_like(k)
-            out.append(BN.grad_input(gy, x, mean, k, a, bb))
+            out.append(to_dtype(BN.grad_input(gyw, xw, mean, k, a, bb), x.dtype))
         if needs[1]:  # sum(gy * xhat)
             out.append((s2 * invstd).reshape(w.shape).astype(w.dtype))
         if needs[2]:
@@ -165,7 +169,7 @@ class _GroupedNorm(Function):
 
     def forward(self, x, weight, bias, gshape, axes, pshape, eps):
         check_floating(self.name, x)
-        xf = x.astype(acc_dtype(x.dtype), copy=False).reshape(gshape)
+        xf = to_dtype(x, acc_dtype(x.dtype)).reshape(gshape)
         mean, _, invstd = _stats(xf, axes, eps)
         y = ((xf - mean) * invstd).reshape(x.shape)
         if weight is not None:
@@ -174,7 +178,7 @@ class _GroupedNorm(Function):
             y += bias.astype(y.dtype).reshape(pshape)
         self.gshape, self.axes, self.pshape = gshape, axes, pshape
         self.save_for_backward(x, weight, mean, invstd)
-        return y.astype(x.dtype, copy=False)
+        return to_dtype(y, x.dtype)
 
     def backward(self, gy):
         x, w, mean, invstd = [t._data if isinstance(t, Tensor) else t for t in self.saved_tensors]
@@ -190,14 +194,14 @@ class GroupedNormBackward(ArrayBackward):
 
     def compute(self, gy, needs, x, w, b, mean, invstd, gshape, axes, pshape, name):
         self.name = name + "_backward"
-        gyf = gy.astype(invstd.dtype, copy=False)
-        xhat = ((x.astype(invstd.dtype, copy=False).reshape(gshape) - mean) * invstd
+        gyf = to_dtype(gy, invstd.dtype)
+        xhat = ((to_dtype(x, invstd.dtype).reshape(gshape) - mean) * invstd
                 ).reshape(x.shape)
         out = []
         if needs[0]:
             gxhat = gyf if w is None else gyf * w.astype(gyf.dtype).reshape(pshape)
             gx = _normalize_grad(gxhat.reshape(gshape), xhat.reshape(gshape), invstd, axes)
-            out.append(gx.reshape(x.shape).astype(x.dtype, copy=False))
+            out.append(to_dtype(gx.reshape(x.shape), x.dtype))
         param_axes = tuple(i for i, s in enumerate(pshape) if s == 1)
         out += _affine_grads(gyf, xhat, w, b, param_axes, needs[1], needs[2])
         return tuple(out)

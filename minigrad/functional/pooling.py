@@ -29,7 +29,7 @@ from .._backend import casts, get_array_module, kernels, pool_cpu
 from .._backend.dtypes import float32, int64, is_floating, is_low_precision
 from ..core.function import Function
 from ..core.tensor import Tensor
-from ._utils import check_floating, op_error
+from ._utils import check_floating, op_error, to_dtype
 from .shape import GatherBackward
 
 __all__ = ["adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d",
@@ -502,12 +502,12 @@ def _adaptive(x, in_hw, out_hw, transpose):
     xp = get_array_module(x)
     acc = _acc_dtype(x.dtype)
     if not transpose:  # each output reads only its bin: an inf or NaN reaches only its bins
-        y = _bin_average(_bin_average(x.astype(acc, copy=False), 3, out_hw[1]), 2, out_hw[0])
-        return y.astype(x.dtype, copy=False)
+        y = _bin_average(_bin_average(to_dtype(x, acc), 3, out_hw[1]), 2, out_hw[0])
+        return to_dtype(y, x.dtype)
     # The adjoint (backward) spreads each output gradient over its bin, as one matrix product.
     a = _bin_matrix(xp, in_hw[0], out_hw[0], acc).T
     b = _bin_matrix(xp, in_hw[1], out_hw[1], acc).T
-    return _separable(x.astype(acc, copy=False), a, b).astype(x.dtype, copy=False)
+    return to_dtype(_separable(to_dtype(x, acc), a, b), x.dtype)
 
 
 def _bin_average(x, axis, n_out):
@@ -774,7 +774,7 @@ def _adaptive_argmax(xp, x, out_hw):
     n, c, h, w = x.shape
     oh, ow = out_hw
     if x.dtype.kind == "V" or x.dtype.itemsize < 4:
-        x = x.astype(float32)  # float16/bfloat16 compare exactly in float32
+        x = to_dtype(x, float32)  # float16/bfloat16 compare exactly in float32
     idx = xp.zeros((n, c, oh, ow), dtype=np.int64)
     for i in range(oh):
         h0, h1 = (i * h) // oh, -(-((i + 1) * h) // oh)

@@ -21,8 +21,8 @@ from ..core.function import Function
 from ..core.tensor import Tensor
 from ._axes import check_axis, reduction_axes
 from ._composite import composite
-from ._utils import (acc_dtype, check_floating, const, fast_backward, normalize_axes, op_error,
-                     product_acc_dtype)
+from ._utils import (acc_dtype, check_floating, const, cpu_wide, fast_backward, normalize_axes,
+                     op_error, product_acc_dtype, to_dtype)
 from .elementwise import abs as _abs
 from .elementwise import pow as _pow
 from .elementwise import where as _where
@@ -73,7 +73,7 @@ def _expand_grad(gy: Tensor, shape, axes, keepdims) -> Tensor:
 
 
 def _to_dtype(out, dtype):
-    return out if out.dtype == dtype or dtype.kind in "biu" else out.astype(dtype)
+    return out if out.dtype == dtype or dtype.kind in "biu" else to_dtype(out, dtype)
 
 
 class Sum(Function):
@@ -101,7 +101,7 @@ class Mean(Function):
         out = sum_fp32(x, axis=self.axes, keepdims=keepdims) / self.count
         if count == 0:  # nan, not 0: the mean of nothing is undefined
             out = _nan_like(get_array_module(out), out)
-        return out.astype(x.dtype if is_floating(x.dtype) else float32, copy=False)
+        return to_dtype(out, x.dtype if is_floating(x.dtype) else float32)
 
     def backward(self, gy):
         return _expand_grad(gy, self.in_shape, self.axes, self.keepdims) / self.count
@@ -115,13 +115,13 @@ class Var(Function):
         self.keepdims, self.in_shape = keepdims, x.shape
         self.denom = _count(x.shape, self.axes) - ddof
         self.save_for_backward(x)
-        z = x.astype(acc_dtype(x.dtype), copy=False)
+        z = to_dtype(x, acc_dtype(x.dtype))
         count = builtins.max(_count(x.shape, self.axes), 1)
         d = z - sum_fp32(z, axis=self.axes, keepdims=True) / count
         out = sum_fp32(d * d, axis=self.axes, keepdims=keepdims)
         # N - ddof <= 0 (empty input, or one element with ddof=1): nan, as in PyTorch.
         out = out / self.denom if self.denom > 0 else _nan_like(get_array_module(out), out)
-        return out.astype(x.dtype, copy=False)
+        return to_dtype(out, x.dtype)
 
     def _centered(self, x):
         return x - mean(x, self.axes, keepdims=True)
@@ -138,8 +138,8 @@ class Std(Var):
     def forward(self, x, axis, keepdims, ddof):
         # In float64: the squares of float32 values above ~1.8e19 overflow while their std is
         # representable (std of [1e38, 0] is 5e37, as PyTorch gives).
-        v = super().forward(x.astype(float64, copy=False), axis, keepdims, ddof)
-        y = get_array_module(x).sqrt(v).astype(x.dtype, copy=False)
+        v = super().forward(to_dtype(x, float64), axis, keepdims, ddof)
+        y = to_dtype(get_array_module(x).sqrt(v), x.dtype)
         self.save_for_backward(x, y)
         return y
 
@@ -149,11 +149,19 @@ class Std(Var):
         # (x - mean would be -inf where the std, and its gradient, are representable).
         # A zero std (one element, a constant slice) has the subgradient 0, as in PyTorch: not
         # 0/0 = NaN, which would make a GradScaler skip every step.
-        safe = _where(const(y._data == 0), math.inf, y.astype(float64))
-        g = _expand_grad(gy.astype(float64) / safe, self.in_shape, self.axes, self.keepdims)
-        gx = g * self._centered(x.astype(float64)) * (
+        # Unrecorded (fast_backward), the casts are made on the arrays: NumPy's float16 <->
+        # float64 casts convert element by element (slowest on the subnormals small gradients
+        # are); the same values either way.
+        fast = fast_backward()
+
+        def f64(t):
+            return const(to_dtype(t._data, float64)) if fast else t.astype(float64)
+
+        safe = _where(const(y._data == 0), math.inf, f64(y))
+        g = _expand_grad(f64(gy) / safe, self.in_shape, self.axes, self.keepdims)
+        gx = g * self._centered(f64(x)) * (
             1.0 / self.denom if self.denom > 0 else math.nan)
-        return gx.astype(x.dtype)
+        return const(to_dtype(gx._data, x.dtype)) if fast else gx.astype(x.dtype)
 
 
 def _move_to_end(x, axes):
@@ -192,7 +200,8 @@ class Max(Function):
                            shape=x.shape)
         self.keepdims, self.in_shape = keepdims, x.shape
         flat, _ = _move_to_end(x, self.axes)
-        idx = getattr(xp, self._arg)(flat, axis=-1)
+        # float16/bfloat16 on the CPU compared in float32 (exact; the same first maximum)
+        idx = getattr(xp, self._arg)(cpu_wide(flat), axis=-1)
         self.idx = idx
         y = xp.take_along_axis(flat, idx[..., None], axis=-1)[..., 0]
         if keepdims:
@@ -230,10 +239,11 @@ class ArgMax(Function):
         if axis is None or x.ndim == 0:
             if axis is not None:
                 check_axis(axis, 0, self.name)
-            idx = getattr(xp, self._arg)(x.reshape(-1))
+            # float16/bfloat16 on the CPU compared in float32 (exact; the same first index)
+            idx = getattr(xp, self._arg)(cpu_wide(x).reshape(-1))
             return idx.reshape((1,) * x.ndim) if keepdims else idx
         axis = check_axis(axis, x.ndim, self.name)
-        idx = getattr(xp, self._arg)(x, axis=axis)
+        idx = getattr(xp, self._arg)(cpu_wide(x), axis=axis)
         return xp.expand_dims(idx, axis) if keepdims else idx
 
     def backward(self, gy):
@@ -252,7 +262,7 @@ class LogSumExp(Function):
         xp = get_array_module(x)
         self.axes = _axes(axis, x.ndim, "logsumexp")
         self.keepdims, self.in_shape = keepdims, x.shape
-        z = x.astype(acc_dtype(x.dtype), copy=False)
+        z = to_dtype(x, acc_dtype(x.dtype))
         if _count(x.shape, self.axes):
             m = xp.max(z, axis=self.axes, keepdims=True)
             m = xp.where(xp.isfinite(m), m, 0)  # all -inf, inf or nan slices: no shift
@@ -265,7 +275,7 @@ class LogSumExp(Function):
         y = xp.log(xp.where(none, 1, s)) + xp.where(none, -math.inf, m)
         if not keepdims:
             y = y.reshape(tuple(n for i, n in enumerate(x.shape) if i not in self.axes))
-        y = y.astype(x.dtype, copy=False)
+        y = to_dtype(y, x.dtype)
         self.save_for_backward(x, y)
         return y
 
@@ -305,12 +315,12 @@ class Prod(Function):
         """Product of every other element of each slice, exact with zeros (prefix * suffix)."""
         xp = get_array_module(x)
         flat, rest = _move_to_end(x, self.axes)
-        z = flat.astype(acc_dtype(x.dtype), copy=False)
+        z = to_dtype(flat, acc_dtype(x.dtype))
         ones = xp.ones(z.shape[:-1] + (1,), dtype=z.dtype)
         before = xp.cumprod(xp.concatenate([ones, z[..., :-1]], axis=-1), axis=-1)
         after = xp.flip(xp.cumprod(xp.flip(xp.concatenate([z[..., 1:], ones], axis=-1), -1),
                                    axis=-1), -1)
-        return _unflatten(before * after, x.shape, self.axes, rest).astype(x.dtype)
+        return to_dtype(_unflatten(before * after, x.shape, self.axes, rest), x.dtype)
 
 
 def _unflatten(flat, shape, axes, rest):
@@ -330,7 +340,7 @@ class Norm(Function):
         xp = get_array_module(x)
         self.axes = _axes(axis, x.ndim, "norm")
         self.keepdims, self.in_shape, self.ord = keepdims, x.shape, ord
-        z = xp.abs(x.astype(acc_dtype(x.dtype), copy=False))
+        z = xp.abs(to_dtype(x, acc_dtype(x.dtype)))
         if ord == math.inf:
             if _count(x.shape, self.axes) == 0:
                 raise op_error("norm", "the inf-norm over no elements is undefined",
@@ -345,7 +355,7 @@ class Norm(Function):
             y = xp.sqrt(xp.sum(z * z, axis=self.axes, keepdims=keepdims))
         else:
             y = xp.sum(z ** ord, axis=self.axes, keepdims=keepdims) ** (1.0 / ord)
-        y = y.astype(x.dtype, copy=False)
+        y = to_dtype(y, x.dtype)
         self.save_for_backward(x, y)
         return y
 

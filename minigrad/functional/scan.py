@@ -13,7 +13,8 @@ from .._backend.dtypes import float32, int64
 from ..core.function import Function
 from ..core.tensor import Tensor
 from ._axes import check_axis, one_of
-from ._utils import acc_dtype, const, fast_backward, normalize_axis, product_acc_dtype
+from ._utils import (acc_dtype, const, cpu_wide, fast_backward, normalize_axis,
+                     product_acc_dtype, to_dtype)
 from .reduction import _to_dtype
 from .shape import GatherBackward, getitem
 
@@ -30,7 +31,10 @@ class CumSum(Function):
     def forward(self, x, axis):
         self.axis = axis
         xp = get_array_module(x)
-        return _to_dtype(xp.cumsum(x, axis=axis, dtype=product_acc_dtype(x.dtype)), x.dtype)
+        # CPU float16/bfloat16 widened first (NumPy's casting loop converts one element at a
+        # time): a scan adds in order, so the same sums
+        return _to_dtype(xp.cumsum(cpu_wide(x), axis=axis, dtype=product_acc_dtype(x.dtype)),
+                         x.dtype)
 
     def backward(self, gy):
         # The adjoint of a prefix sum is a suffix sum: flip, cumsum, flip.
@@ -44,7 +48,8 @@ class CumProd(Function):
     def forward(self, x, axis):
         self.axis = axis
         xp = get_array_module(x)
-        y = _to_dtype(xp.cumprod(x, axis=axis, dtype=product_acc_dtype(x.dtype)), x.dtype)
+        y = _to_dtype(xp.cumprod(cpu_wide(x), axis=axis, dtype=product_acc_dtype(x.dtype)),
+                      x.dtype)  # (widened first, as cumsum's)
         self.save_for_backward(x, y)
         return y
 
@@ -135,7 +140,7 @@ def _running_positions(xp, x, pick):
     ``xp.maximum``) or minimum so far, as PyTorch's cummax/cummin: ties take the later
     position, and from the first NaN on every NaN takes over (the value stays NaN)."""
     if x.dtype.kind == "f" and x.dtype.itemsize < 4 or x.dtype.kind == "V":
-        x = x.astype(float32)  # float16/bfloat16 compare exactly in float32
+        x = to_dtype(x, float32)  # float16/bfloat16 compare exactly in float32
     run = _accumulate(xp, pick, x)
     new = x == run
     if x.dtype.kind == "f":

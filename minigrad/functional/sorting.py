@@ -24,7 +24,7 @@ from .._backend.dtypes import bfloat16, float16, float32, int64
 from ..core.function import Function
 from ..core.tensor import Tensor
 from ._axes import check_axis, one_of
-from ._utils import const, op_error
+from ._utils import const, op_error, to_dtype
 from .elementwise import maximum as _maximum
 from .elementwise import minimum as _minimum
 from .reduction import max as _max
@@ -48,7 +48,7 @@ return_types = type("return_types", (), {n: _pair(n) for n in (
 
 def _order_array(x):
     """``x`` in a dtype every backend sorts (float16/bfloat16 widen exactly to float32)."""
-    return x.astype(float32) if x.dtype in (float16, bfloat16) else x
+    return to_dtype(x, float32) if x.dtype in (float16, bfloat16) else x
 
 
 def _argsort(xp, x, axis, descending):

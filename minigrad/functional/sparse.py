@@ -15,7 +15,7 @@ from .._backend.dtypes import float32, is_low_precision
 from ..core.function import Function
 from ..core.modes import grad_enabled
 from ..core.tensor import Tensor
-from ._utils import acc_dtype, const, op_error, owned_for_backward
+from ._utils import acc_dtype, const, op_error, owned_for_backward, to_dtype
 from .elementwise import where
 from .reduction import max as _max
 from .shape import index_add
@@ -58,7 +58,7 @@ class EmbeddingBackward(Function):
         gw = scatter_add_rows(xp, rows, indices, rows_g, acc_dtype(gy.dtype))
         if padding_idx is not None:
             gw[padding_idx] = 0
-        return gw.astype(gy.dtype, copy=False)
+        return to_dtype(gw, gy.dtype)
 
     def backward(self, ggw):
         # The gradient is linear in gy: its own gradient is the lookup again.

@@ -20,8 +20,8 @@ from .._backend import get_array_module, kernels
 from .._backend.dtypes import float32, float64, float_result_type
 from ..core.function import Function
 from ..core.tensor import Tensor
-from ._utils import (WideUnary, as_operand, blockwise, const, fast_backward, scalar_like,
-                     sum_to_shape, wide)
+from ._utils import (WideUnary, as_operand, blockwise, const, cpu_wide, fast_backward,
+                     scalar_like, sum_to_shape, to_dtype, wide)
 from .elementwise import sqrt, where
 
 __all__ = [
@@ -218,7 +218,7 @@ class Atan2(Function):
         dtype = float_result_type([a.dtype for a in (y, x) if hasattr(a, "dtype")])
         out = xp.arctan2(wide(xp.asarray(y)), wide(xp.asarray(x)))
         self.save_for_backward(y, x)
-        return out.astype(dtype, copy=False)
+        return to_dtype(out, dtype)
 
     def backward(self, gz):
         y, x = self.saved_tensors
@@ -311,7 +311,9 @@ def _erf_block(x):
     # arithmetic itself, and this runs ~40 passes.
     xp = get_array_module(x)
     wide = x.dtype == float64
-    z = x.astype(float64 if wide else float32)  # always a copy: reused as a buffer below
+    z = cpu_wide(x)  # CPU float16/bfloat16: the vectorised cast (a new array)
+    if z is x:
+        z = x.astype(float64 if wide else float32)  # always a copy: reused as a buffer below
     series = _ERF_SERIES if wide else _ERF_SERIES[:7]
     cheb = _ERFC_CHEB if wide else _ERFC_CHEB[:11]
     a = xp.abs(z)
@@ -356,7 +358,7 @@ def _erf_block(x):
     xp.logical_not(m, out=m)
     tmp *= m
     tmp += small
-    return tmp.astype(x.dtype, copy=False)
+    return to_dtype(tmp, x.dtype)
 
 
 class Erf(Function):
