@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import cupy, lowp_cpu
-from .dtypes import bfloat16, float16, float32
+from .dtypes import bfloat16, float16, float32, float64
 from .fused import use_fused
 
 __all__ = ["astype", "to_dtype"]
@@ -46,6 +46,7 @@ _TYPES = {float16: ("half", "__half2", "__floats2half2_rn", "__half22float2"),
           bfloat16: ("bf16", "__nv_bfloat162", "__floats2bfloat162_rn", "__bfloat1622float2")}
 _modules: dict = {}
 _MIN_SIZE = 1 << 16  # below this the launch dominates either way
+_MIN_NARROW64 = 1024  # below this NumPy's own float64 -> float16 cast costs no more
 
 
 def _kernel(low, widen: bool):
@@ -70,13 +71,22 @@ def _vectorisable(x, dtype) -> bool:
 
 
 def astype(x, dtype):
-    """``x.astype(dtype)`` (a new array), vectorised on the CPU and the GPU where it applies."""
+    """``x.astype(dtype)`` (a new array), vectorised on the CPU and the GPU where it applies:
+    on the CPU float16/bfloat16 <-> float32 and float64 (NumPy's float16 casts convert one
+    element at a time), bit for bit."""
     dtype = np.dtype(dtype)
     if type(x) is np.ndarray:
-        if dtype == float32 and (x.dtype == float16 or x.dtype == bfloat16):
+        low_in, low_out = lowp_cpu.is_low(x), dtype == float16 or dtype == bfloat16
+        if dtype == float32 and low_in:
             return lowp_cpu.widen(x)
-        if x.dtype == float32 and (dtype == float16 or dtype == bfloat16):
+        if x.dtype == float32 and low_out:
             return lowp_cpu.narrow(x, dtype)
+        if dtype == float64 and low_in:  # through float32: exact
+            return lowp_cpu.widen(x).astype(float64)
+        if x.dtype == float64 and dtype == float16 and x.size >= _MIN_NARROW64:
+            out = lowp_cpu.narrow_float64(x)
+            if out is not None:
+                return out
         return x.astype(dtype)
     if not _vectorisable(x, dtype):
         return x.astype(dtype)

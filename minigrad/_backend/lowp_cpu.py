@@ -30,7 +30,8 @@ import numpy as np
 
 from .dtypes import bfloat16, float16, float32
 
-__all__ = ["is_low", "widen", "narrow", "compute", "selection", "keep", "relu", "relu_grad"]
+__all__ = ["is_low", "widen", "narrow", "narrow_float64", "compute", "selection", "keep", "relu",
+           "relu_grad"]
 
 try:  # the optional C extension (setup.py), used where the CPU has F16C
     from . import _f16c
@@ -44,6 +45,7 @@ _PY_SCALARS = (int, float, bool)
 _BLOCK = 1 << 16       # elements per block: a block's temporaries (< 1 MiB) stay in L2
 _MIN_FAST = 8192       # below this NumPy's scalar cast is as fast as the block loop's calls
 _MIN_F16C = 512        # ... and as the C extension's call (about 1 us)
+_F16_MAX = 65504.0
 _MIN_C_RELU = 256      # below this NumPy's passes cost no more than the call
 _TWO_P112 = np.float32(2.0 ** 112)
 _TWO_M112 = np.float32(2.0 ** -112)
@@ -84,6 +86,28 @@ def narrow(a, dtype):
         if dtype == float16 and a.size >= _MIN_FAST:
             return _narrow_f16(a)
     return a.astype(dtype, copy=False)
+
+
+def narrow_float64(a):
+    """The float64 CPU array ``a`` rounded to float16, bit-identical to ``a.astype(float16)``,
+    or None where NumPy must convert it (a NaN, an infinity or an overflow: NumPy's rules).
+
+    Rounding to float32 and then to float16 could round twice (a float64 just above a float16
+    midpoint can land on it); rounding to odd first cannot (float32 carries 13 more bits than
+    float16's 11): the float32 is truncated toward zero and its last bit set where the rounding
+    was inexact, so it stays on the side of the midpoint ``a`` is on. NumPy's cast converts one
+    element at a time (slowest on float16 subnormals: small gradients)."""
+    lo, hi = a.min(), a.max()
+    if not (lo >= -_F16_MAX and hi <= _F16_MAX):
+        return None
+    f = a.astype(float32)                  # to nearest
+    d = f - a                              # (float64) 0 where that was exact
+    inexact = d != 0
+    d *= a                                 # > 0 where |f| > |a|
+    bits = f.view(np.uint32)
+    bits -= d > 0                          # truncated toward zero ...
+    bits |= inexact                        # ... with the sticky bit: rounded to odd
+    return narrow(f, float16)
 
 
 def _layout(a):

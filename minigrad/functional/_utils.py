@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._backend import casts, get_array_module, lowp_cpu
-from .._backend.dtypes import (acc_dtype, bfloat16, float16, float32, float64, get_default_dtype,
-                               int64, is_floating)
+from .._backend.casts import to_dtype  # noqa: F401  (re-exported for the op families)
+from .._backend.dtypes import (acc_dtype, bfloat16, float32, float64, get_default_dtype, int64,
+                               is_floating)
 from .._backend.indexing import (  # noqa: F401  (re-exported for the op families)
     check_index_range,
     poison,
@@ -127,55 +128,6 @@ def narrow(y, dtype):
     """Array ``y`` (computed by :func:`wide` means) rounded once to ``dtype``; ``y`` itself when
     it has that dtype."""
     return casts.to_dtype(y, dtype)
-
-
-def to_dtype(a, dtype):
-    """``a.astype(dtype, copy=False)``, bit for bit (values, NaN, signed zeros, overflow to inf),
-    without NumPy's element-by-element float16 casts on the CPU.
-
-    CPU float16/bfloat16 <-> float32 take the backend's vectorised casts (``casts.astype``);
-    float16 -> float64 goes through float32 (exact); float64 -> float16 rounds to odd in
-    float32 and then to nearest even in float16, which is the correctly rounded result NumPy
-    gives (float32 carries 13 more bits than float16's 11), and NumPy's ``astype`` where
-    there is a NaN, an infinity or an overflow. Anything else, and CuPy arrays, is ``astype``.
-    """
-    if a.dtype == dtype:
-        return a
-    if type(a) is not np.ndarray:
-        return a.astype(dtype)  # the GPU: as before
-    src, dtype = a.dtype, np.dtype(dtype)
-    if src == float32 or dtype == float32:
-        return casts.astype(a, dtype)
-    if src == float16 and dtype == float64:
-        return casts.astype(a, float32).astype(float64)
-    if src == float64 and dtype == float16 and a.size >= _MIN_NARROW64:
-        return _narrow64(a)
-    return a.astype(dtype)
-
-
-_MIN_NARROW64 = 1024  # below this NumPy's own cast costs no more than the passes below
-_F16_MAX = 65504.0
-
-
-def _narrow64(a):
-    """The float64 CPU array ``a`` rounded to float16, bit-identical to ``a.astype(float16)``.
-
-    Rounding to float32 and then to float16 could round twice (a float64 just above a float16
-    midpoint can land on it); rounding to odd first cannot: the float32 is truncated toward
-    zero and its last bit set where the rounding was inexact, so it stays on the side of the
-    midpoint ``a`` is on. NumPy's cast, which converts one element at a time (slowest on
-    float16 subnormals: small gradients), only does the rounding to float16."""
-    lo, hi = a.min(), a.max()
-    if not (lo >= -_F16_MAX and hi <= _F16_MAX):  # NaN, inf or an overflow: NumPy's rules
-        return a.astype(float16)
-    f = a.astype(float32)                  # to nearest
-    d = f - a                              # (float64) 0 where that was exact
-    inexact = d != 0
-    d *= a                                 # > 0 where |f| > |a| (no underflow at these sizes)
-    bits = f.view(np.uint32)
-    bits -= d > 0                          # truncated toward zero ...
-    bits |= inexact                        # ... with the sticky bit: rounded to odd
-    return casts.astype(f, float16)
 
 
 def cpu_wide(x):
