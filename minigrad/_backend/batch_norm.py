@@ -8,6 +8,9 @@ the backward is the centred values, two reductions and one elementwise pass. Per
 arithmetic (C values) is done on the small arrays. Every function has the same arithmetic on
 NumPy (the CPU path, and the twin that the CPU tests check the kernels' formulas against); the
 statistics are float32 (float64 for float64 input) whatever the input dtype (invariant 3).
+On the CPU the full-size casts go through ``casts.to_dtype`` (float16/bfloat16 <-> float32 in
+``lowp_cpu``'s vectorised kernels, bit-identical to ``astype``, which converts float16 one
+element at a time); the per-channel ones stay ``astype``.
 
 Shapes: ``x`` is (N, C, *); statistics and parameters broadcast as ``pshape = (1, C, 1, ...)``.
 """
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import cupy
+from . import casts, cupy
 from .dtypes import acc_dtype
 from .fused import use_fused
 
@@ -73,7 +76,7 @@ def moments(x, axes):
         mean = _kernel("mean", acc)(x, axis=axes, keepdims=True)
         centred = _kernel("centre", acc)(x, mean)
         return mean, _kernel("sq_mean", acc)(centred, axis=axes, keepdims=True)
-    xf = x.astype(acc, copy=False)
+    xf = casts.to_dtype(x, acc)
     mean = xf.mean(axis=axes, keepdims=True)
     centred = xf - mean
     return mean, (centred * centred).mean(axis=axes, keepdims=True)
@@ -112,7 +115,7 @@ def affine_apply(x, scale, shift):
     """``x * scale + shift`` computed in ``scale``'s dtype and rounded once to ``x``'s."""
     if use_fused(x):
         return _kernel("affine", scale.dtype)(x, scale, shift)
-    return (x.astype(scale.dtype, copy=False) * scale + shift).astype(x.dtype, copy=False)
+    return casts.to_dtype(casts.to_dtype(x, scale.dtype) * scale + shift, x.dtype)
 
 
 def backward_sums(gy, x, mean, axes):
@@ -121,9 +124,9 @@ def backward_sums(gy, x, mean, axes):
         centred = _kernel("centre", mean.dtype)(x, mean)
         return (_kernel("sum", mean.dtype)(gy, axis=axes, keepdims=True),
                 _kernel("dot", mean.dtype)(gy, centred, axis=axes, keepdims=True))
-    gyf = gy.astype(mean.dtype, copy=False)
+    gyf = casts.to_dtype(gy, mean.dtype)
     return (gyf.sum(axis=axes, keepdims=True),
-            (gyf * (x.astype(mean.dtype, copy=False) - mean)).sum(axis=axes, keepdims=True))
+            (gyf * (casts.to_dtype(x, mean.dtype) - mean)).sum(axis=axes, keepdims=True))
 
 
 def grad_input(gy, x, mean, k, a, b):
@@ -132,5 +135,5 @@ def grad_input(gy, x, mean, k, a, b):
     if use_fused(x):
         return _kernel("grad_input", mean.dtype)(gy, x, mean, k, a, b)
     acc = mean.dtype
-    gx = k * (gy.astype(acc, copy=False) - a - (x.astype(acc, copy=False) - mean) * b)
-    return np.asarray(gx).astype(x.dtype, copy=False)
+    gx = k * (casts.to_dtype(gy, acc) - a - (casts.to_dtype(x, acc) - mean) * b)
+    return casts.to_dtype(np.asarray(gx), x.dtype)

@@ -15,7 +15,9 @@ from __future__ import annotations
 import math
 import operator
 
-from .._backend import device_of, get_array_module, kernels
+import numpy as np
+
+from .._backend import device_of, get_array_module, kernels, lowp_cpu
 from .._backend import random as _random
 from .._backend.dtypes import float32
 from ..core.function import Function
@@ -23,8 +25,8 @@ from ..core.tensor import Tensor
 from ..core.cast import cast
 from ._axes import check_axis, one_of
 from ._utils import (
-    acc_dtype, check_floating, const, fast_backward, narrow, op_error, scalar_like, to_dtype,
-    wide,
+    acc_dtype, check_floating, const, cpu_wide, fast_backward, narrow, op_error, scalar_like,
+    to_dtype, wide,
 )
 from ._composite import composite
 from .elementwise import abs as _abs
@@ -268,7 +270,7 @@ class PReLUFunction(Function):
 
     def backward(self, gy):
         x, w = self.saved_tensors
-        pos = const(x._data > 0)
+        pos = const(cpu_wide(x._data) > 0)  # CPU float16/bfloat16 compared in float32
         wb = w.reshape(self._wshape(x, w)) if w.size != 1 else w.reshape(())
         nx, nw = self.needs_input_grad
         gx = where(pos, gy, gy * wb) if nx else None   # selections: no 0 * inf
@@ -468,11 +470,13 @@ class ELUFunction(Function):
 
     def backward(self, gy):
         (x,) = self.saved_tensors
-        # x == 0 takes the exponential side and NaN the linear one, as in PyTorch (x <= 0)
-        pos = const(~(x._data <= 0))
+        # x == 0 takes the exponential side and NaN the linear one, as in PyTorch (x <= 0);
+        # CPU float16/bfloat16 compared in float32 (exact: the same bools)
+        xc = cpu_wide(x._data)
+        pos = const(~(xc <= 0))
         k = self.scale * self.alpha * self.input_scale
         if fast_backward():
-            xd = wide(x._data)
+            xd = wide(xc)
             xp = get_array_module(xd)
             d = xp.where(pos._data, self.scale, xp.exp(xp.minimum(xd, 0) * self.input_scale) * k)
             return const(_times(gy._data, narrow(d, gy.dtype)))
@@ -524,7 +528,8 @@ class HardtanhFunction(Function):
         (x,) = self.saved_tensors
         # 0 at and beyond the kinks, gy elsewhere (NaN too): PyTorch's
         # x <= min_val || x >= max_val ? 0 : gy
-        keep = ~((x._data <= self.min_val) | (x._data >= self.max_val))
+        xc = _comparable(x._data, self.min_val, self.max_val)
+        keep = ~((xc <= self.min_val) | (xc >= self.max_val))
         if fast_backward():
             return const(get_array_module(keep).where(keep, gy._data, scalar_like(0, gy._data)))
         return where(const(keep), gy, 0.0)
@@ -556,6 +561,25 @@ def _hard_input(op, x):
                        shape=x.shape)
 
 
+def _comparable(x, *bounds):
+    """The array to compare with the Python numbers ``bounds`` in place of the array ``x``,
+    giving the bools ``x`` gives: a CPU float16/bfloat16 ``x`` widened to float32 (NumPy's
+    float16 comparisons run element by element) when every bound is a value of x's dtype, and
+    ``x`` itself otherwise: NumPy compares float16 with the bound rounded to float16 (and
+    bfloat16, numpy 2.4 with ml_dtypes, in float32), float32 with it rounded to float32; a bound
+    that is a value of x's dtype makes every one of these comparisons exact."""
+    if not lowp_cpu.is_low(x):
+        return x
+    with np.errstate(over="ignore"):
+        for b in bounds:
+            try:
+                if not float(x.dtype.type(b)) == b:
+                    return x
+            except (OverflowError, TypeError, ValueError):
+                return x
+    return cpu_wide(x)
+
+
 class HardsigmoidFunction(Function):
     name = "hardsigmoid"
 
@@ -567,7 +591,8 @@ class HardsigmoidFunction(Function):
 
     def backward(self, gy):
         (x,) = self.saved_tensors
-        inside = const((x._data > -3) & (x._data < 3))  # 0 at +-3 (PyTorch)
+        xc = cpu_wide(x._data)  # CPU float16/bfloat16 compared in float32: the same bools
+        inside = const((xc > -3) & (xc < 3))  # 0 at +-3 (PyTorch)
         return where(inside, gy * (1 / 6), 0.0)
 
 
@@ -583,7 +608,8 @@ class HardswishFunction(Function):
     def backward(self, gy):
         (x,) = self.saved_tensors
         # PyTorch: 0 for x <= -3, x / 3 + 1/2 inside (-3, 3), 1 otherwise (x >= 3 and NaN)
-        low, inside = const(x._data <= -3), const((x._data > -3) & (x._data < 3))
+        xc = cpu_wide(x._data)  # CPU float16/bfloat16 compared in float32: the same bools
+        low, inside = const(xc <= -3), const((xc > -3) & (xc < 3))
         return where(low, 0.0, where(inside, gy * (x * (1 / 3) + 0.5), gy))
 
 

@@ -293,7 +293,13 @@ class Prod(Function):
         xp = get_array_module(x)
         self.axes = _axes(axis, x.ndim, "prod")
         self.keepdims, self.in_shape = keepdims, x.shape
-        y = _to_dtype(xp.prod(x, axis=self.axes, keepdims=keepdims,
+        # CPU float16/bfloat16 widened first by the vectorised cast: prod's dtype=float32 casts
+        # element by element in its buffered loop. A C- or F-ordered array keeps its layout
+        # through cpu_wide, so NumPy's iterator multiplies each product's factors in the same
+        # order (bit-identical; tests/test_lowp_slow_paths.py); other strides would be copied
+        # to C order, which can reorder the factors, so they keep the casting reduction.
+        xin = cpu_wide(x) if x.flags.c_contiguous or x.flags.f_contiguous else x
+        y = _to_dtype(xp.prod(xin, axis=self.axes, keepdims=keepdims,
                               dtype=product_acc_dtype(x.dtype)), x.dtype)
         self.save_for_backward(x, y)
         return y
@@ -304,7 +310,9 @@ class Prod(Function):
         if _count(self.in_shape, self.axes) == 1:
             return g  # a product of one element is that element (y / x is NaN at inf, NaN)
         xp = get_array_module(x._data)
-        if not bool(xp.any(x._data == 0)):
+        # (CPU float16/bfloat16 compared in float32: the same bools, without NumPy's
+        # element-by-element float16 comparison)
+        if not bool(xp.any(cpu_wide(x._data) == 0)):
             return g * _expand_grad(y, self.in_shape, self.axes, self.keepdims) / x
         if not fast_backward():
             raise RuntimeError("prod: double backward through a product containing zeros is "
