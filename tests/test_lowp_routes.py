@@ -171,13 +171,14 @@ _ROUTED_BACKWARDS = {  # op, the Function whose backward computes its array grad
     "remainder": (lambda a, b: F.remainder(a, b), "Remainder"),
     "max": (lambda a, b: F.max(a * b, axis=0), "Max"),
     "min": (lambda a, b: F.min(a * b, axis=0), "Min"),
-    "gelu": (lambda a, b: F.gelu(a), "GELUFunction"),
-    "silu": (lambda a, b: F.silu(a), "SiLUFunction"),
-    "softplus": (lambda a, b: F.softplus(a), "SoftplusFunction"),
-    "elu": (lambda a, b: F.elu(a), "ELUFunction"),
-    "mish": (lambda a, b: F.mish(a), "MishFunction"),
-    "logsigmoid": (lambda a, b: F.logsigmoid(a), "LogSigmoidFunction"),
     "leaky_relu": (lambda a, b: F.leaky_relu(a), "LeakyReLUFunction"),
+    # the derivative in float32, the product with gy rounded once (no lowp_cpu.compute call)
+    "gelu": (lambda a, b: F.gelu(a), None),
+    "silu": (lambda a, b: F.silu(a), None),
+    "softplus": (lambda a, b: F.softplus(a), None),
+    "elu": (lambda a, b: F.elu(a), None),
+    "mish": (lambda a, b: F.mish(a), None),
+    "logsigmoid": (lambda a, b: F.logsigmoid(a), None),
 }
 
 
@@ -192,7 +193,7 @@ def test_fast_backward_routes(routed, op, dtype, rng):
     y = f(a, b)
     routed.clear()
     y.backward(mg.ones_like(y))
-    assert (owner, "backward") in routed
+    assert owner is None or (owner, "backward") in routed
     assert str(a.grad.dtype) == dtype
     # the same values as the float32 gradient at the same (rounded) inputs, to the dtype's
     # rounding of the derivative and of the product (at most one ulp)
@@ -215,3 +216,61 @@ def test_prelu_forward_routes(routed, dtype, rng):
     want = np.where(xd > 0, xd, xd * wd).astype(np.float32).astype(x._data.dtype)
     np.testing.assert_array_equal(_f64(y), want.astype(np.float64))
     assert np.signbit(_f64(y)[0, 0])  # -0.0 stays -0.0
+
+
+_TORCH_BACKWARDS = {  # fused *_backward kernels in PyTorch: gy * derivative, rounded once
+    "elu": (lambda x: F.elu(x, 0.7), "elu", {"alpha": 0.7}),
+    "celu": (lambda x: F.celu(x, 1.3), "celu", {"alpha": 1.3}),
+    "selu": (F.selu, "selu", {}),
+    "softplus": (lambda x: F.softplus(x, 2.0), "softplus", {"beta": 2.0}),
+    "silu": (F.silu, "silu", {}),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", sorted(_TORCH_BACKWARDS))
+def test_fused_backwards_round_once_as_pytorch(op, dtype, rng):
+    """The product of gy and the float32 derivative is rounded once, as PyTorch's fused
+    elu/softplus/silu backward kernels: bit-identical to them (rounding the derivative to the
+    dtype first was 1 ulp off for a sixth to a half of the elements)."""
+    torch = pytest.importorskip("torch")
+    f, name, kw = _TORCH_BACKWARDS[op]
+    v, g = rng.standard_normal(4000) * 3, rng.standard_normal(4000)
+    x, gy = _t(v, dtype, grad=True), _t(g, dtype)
+    f(x).backward(gy)
+    tx = torch.tensor(v, dtype=torch.float32).to(getattr(torch, dtype)).requires_grad_()
+    getattr(torch.nn.functional, name)(tx, **kw).backward(
+        torch.tensor(g, dtype=torch.float32).to(tx.dtype))
+    np.testing.assert_array_equal(_f64(x.grad), tx.grad.double().numpy())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("number", [0.1, 1 / 3, 1e-5, 70000.0])
+def test_products_and_quotients_keep_a_python_number_in_float32(number, dtype, rng):
+    """PyTorch multiplies and divides a half-precision tensor by a Python number in float32
+    (opmath) and rounds once; minigrad rounded the number to the dtype first (NumPy's rule):
+    a third of the elements 1 ulp off, and x / 70000.0 was x / inf = 0 in float16. The
+    gradient of x * k meets k the same way."""
+    torch = pytest.importorskip("torch")
+    v = rng.standard_normal(4000) * 3
+    x = _t(v, dtype, grad=True)
+    tx = torch.tensor(v, dtype=torch.float32).to(getattr(torch, dtype)).requires_grad_()
+    for y, ty in ((x * number, tx * number), (number * x, number * tx), (x / number, tx / number)):
+        assert str(y.dtype) == dtype
+        np.testing.assert_array_equal(_f64(y), ty.detach().double().numpy())
+    (x * number).backward(mg.ones_like(x))
+    (tx * number).backward(torch.ones_like(tx))
+    np.testing.assert_array_equal(_f64(x.grad), tx.grad.double().numpy())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_leaky_relu_recorded_backward_equals_the_fast_one(dtype, rng):
+    """Under create_graph the gradient is gy or gy * slope (the slope unrounded) as in the
+    fast backward; it was gy * (rounded slope array) there: 1 ulp off for a sixth of them."""
+    v, g = rng.standard_normal(3000) * 30, rng.standard_normal(3000) * 10
+    grads = []
+    for create in (False, True):
+        x, gy = _t(v, dtype, grad=True), _t(g, dtype)
+        (gx,) = mg.autograd.grad([F.leaky_relu(x, 0.1)], [x], [gy], create_graph=create)
+        grads.append(_f64(gx))
+    np.testing.assert_array_equal(grads[1], grads[0])

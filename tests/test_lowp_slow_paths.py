@@ -106,6 +106,12 @@ def c(value, dtype):
     return dtype.type(value)
 
 
+def opmath(value, dtype):
+    """A Python number as a product or quotient meets an array of ``dtype``: kept in float32
+    for float16/bfloat16 (PyTorch's opmath), else in the dtype."""
+    return np.float32(value) if dtype.itemsize == 2 else dtype.type(value)
+
+
 def wide_of(a):
     return a if a.dtype == F64 else a.astype(F32)
 
@@ -132,7 +138,7 @@ ELU_ARGS = {"elu": (1.0, 1.0, 1.0), "selu": (_SELU_ALPHA, _SELU_SCALE, 1.0),
 def old_hardswish_grad(x, gy):
     dt = x.dtype
     low, inside = x <= -3, (x > -3) & (x < 3)
-    t = op16(operator.mul, gy, op16(operator.add, op16(operator.mul, x, c(1 / 3, dt)),
+    t = op16(operator.mul, gy, op16(operator.add, op16(operator.mul, x, opmath(1 / 3, dt)),
                                     c(0.5, dt)))
     return np.where(low, dt.type(0), np.where(inside, t, gy))
 
@@ -140,7 +146,7 @@ def old_hardswish_grad(x, gy):
 def old_hardsigmoid_grad(x, gy):
     dt = x.dtype
     inside = (x > -3) & (x < 3)
-    return np.where(inside, op16(operator.mul, gy, c(1 / 6, dt)), dt.type(0))
+    return np.where(inside, op16(operator.mul, gy, opmath(1 / 6, dt)), dt.type(0))
 
 
 def old_hardtanh_grad(lo, hi):
@@ -158,7 +164,7 @@ def old_elu_grad(name):
         k = scale * alpha * input_scale
         xd = wide_of(x)
         d = np.where(pos, scale, np.exp(np.minimum(xd, 0) * input_scale) * k)
-        return op16(operator.mul, gy, d.astype(gy.dtype))
+        return (wide_of(gy) * d).astype(gy.dtype)  # rounded once, as PyTorch's elu_backward
     return grad
 
 

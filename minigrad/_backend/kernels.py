@@ -72,6 +72,21 @@ def binary(f, a, b):
     return f(a, b)
 
 
+def scaled(f, a, b):
+    """``f(a, b)`` for a product or a quotient (``f`` is ``operator.mul``/``truediv``), as
+    :func:`binary`, except that a Python number meeting a float16/bfloat16 CPU array stays in
+    float32 rather than being rounded to the array's dtype: PyTorch's opmath for ``x * k``,
+    ``k * x`` and ``x / k`` (``k / x`` is ``reciprocal(x) * k`` there)."""
+    if type(a) is _nd and type(b) in _PY_SCALARS_NUMBERS and lowp_cpu.is_low(a):
+        return lowp_cpu.with_number(f, a, b)
+    if type(b) is _nd and type(a) in _PY_SCALARS_NUMBERS and lowp_cpu.is_low(b):
+        return lowp_cpu.with_number(f, b, a, number_first=True)
+    return binary(f, a, b)
+
+
+_PY_SCALARS_NUMBERS = (int, float)  # (a bool multiplies as NumPy does)
+
+
 def im2col_keep_bytes(array) -> int:
     """The largest im2col matrix a convolution keeps from forward for its weight gradient.
 

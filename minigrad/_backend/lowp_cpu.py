@@ -30,8 +30,8 @@ import numpy as np
 
 from .dtypes import bfloat16, float16, float32
 
-__all__ = ["is_low", "widen", "narrow", "narrow_float64", "compute", "selection", "keep", "relu",
-           "relu_grad"]
+__all__ = ["is_low", "widen", "narrow", "narrow_float64", "compute", "with_number", "selection",
+           "keep", "relu", "relu_grad"]
 
 try:  # the optional C extension (setup.py), used where the CPU has F16C
     from . import _f16c
@@ -253,6 +253,17 @@ def compute(f, *args):
             out = np.asarray(out)
         return narrow(out, low)
     return out
+
+
+def with_number(f, x, number, number_first=False):
+    """``f(x, number)`` (``f(number, x)`` with ``number_first``) for a float16/bfloat16 CPU
+    array and a Python number kept in float32, not rounded to x's dtype first: PyTorch's
+    opmath for a product or quotient with a number (``x * 0.1``, ``x / 70000.0``, where
+    float16(70000.0) is inf). Rounded once to x's dtype."""
+    with np.errstate(over="ignore"):
+        k = np.float32(number)
+    xw = widen(x)
+    return narrow(f(k, xw) if number_first else f(xw, k), x.dtype)
 
 
 # --------------------------------------------------------------------------------- selections

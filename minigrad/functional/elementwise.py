@@ -144,7 +144,7 @@ class Mul(Function):
 
     def forward(self, a, b):
         self.save_for_backward(a, b)
-        return _binop(_mul, a, b)
+        return kernels.scaled(_mul, a, b)  # a Python number unrounded, as PyTorch's opmath
 
     def backward(self, gy):
         na, nb = self.needs_input_grad
@@ -159,6 +159,8 @@ class Div(Function):
 
     def forward(self, a, b):
         self.save_for_backward(a, b)
+        if not hasattr(b, "dtype"):  # x / k: k unrounded, as PyTorch's opmath
+            return kernels.scaled(_truediv, a, b)
         return _binop(_truediv, a, b)
 
     def backward(self, gy):
