@@ -21,6 +21,18 @@ def _seed():
     np.random.seed(0)
 
 
+@pytest.fixture(params=[True, False], ids=["f16c", "numpy-casts"])
+def f16c(request, monkeypatch):
+    """Both float16/bfloat16 cast implementations: the C extension's and the NumPy block
+    kernels."""
+    from minigrad._backend import lowp_cpu
+
+    if request.param and not lowp_cpu.F16C:
+        pytest.skip("the C cast extension is not built or the CPU lacks F16C")
+    monkeypatch.setattr(lowp_cpu, "F16C", request.param)
+    return request.param
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)

@@ -17,7 +17,7 @@ import pytest
 
 import minigrad as mg
 import minigrad.functional as F
-from minigrad._backend import device_of, lowp_cpu
+from minigrad._backend import device_of
 from minigrad._backend import random as _random
 from minigrad.functional import _utils
 
@@ -33,15 +33,6 @@ def _quiet():
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # overflow in casts; l1_loss's broadcast warning
         yield
-
-
-@pytest.fixture(params=[True, False], ids=["f16c", "numpy-casts"])
-def f16c(request, monkeypatch):
-    """Both cast implementations: the C extension's and the NumPy block kernels."""
-    if request.param and not lowp_cpu.F16C:
-        pytest.skip("the C cast extension is not built or the CPU lacks F16C")
-    monkeypatch.setattr(lowp_cpu, "F16C", request.param)
-    return request.param
 
 
 SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-7, -3e-8, 6e-5, 65504.0, -7e4, 1e-30, 0.5]

@@ -42,15 +42,6 @@ def _quiet():
         yield
 
 
-@pytest.fixture(params=[True, False], ids=["f16c", "numpy-casts"])
-def f16c(request, monkeypatch):
-    """Both cast implementations: the C extension's and the NumPy block kernels."""
-    if request.param and not lowp_cpu.F16C:
-        pytest.skip("the C cast extension is not built or the CPU lacks F16C")
-    monkeypatch.setattr(lowp_cpu, "F16C", request.param)
-    return request.param
-
-
 SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 3.0, -3.0, 6.0, 1.0, -1.0, 65504.0, -7e4, 1e-7,
             -6e-8, 0.5]
 

@@ -142,14 +142,16 @@ class LeakyReLUFunction(Function):
         # PyTorch's x > 0 ? x : x * slope: -0.0 stays -0.0 (max + min * slope gave +0.0).
         # float16/bfloat16 on the CPU in float32 with the slope unrounded, as PyTorch's opmath
         # (the slope rounded to float16 first gave results 1 ulp off)
-        return get_array_module(x).where(_positive(x), x, _scaled(x, negative_slope))
+        slope_side = kernels.scaled(operator.mul, x, negative_slope)
+        return get_array_module(x).where(_positive(x), x, slope_side)
 
     def backward(self, gy):
         (x,) = self.saved_tensors
         k = self.negative_slope
         if fast_backward():  # PyTorch's x > 0 ? gy : gy * slope, computed as the forward
+            slope_side = kernels.scaled(operator.mul, gy._data, k)
             return const(get_array_module(gy._data).where(_positive(x._data), gy._data,
-                                                          _scaled(gy._data, k)))
+                                                          slope_side))
         # recorded (create_graph): the same selection of ops, gy * k computed as the forward
         return where(const(_positive(x._data)), gy, gy * k)
 
@@ -158,14 +160,6 @@ def _positive(x):
     """``x > 0`` of an array (float16/bfloat16 compared in float32 on the CPU: NumPy's
     float16 comparisons run element by element)."""
     return kernels.binary(operator.gt, x, 0)
-
-
-def _scaled(x, k):
-    """``x * k`` of an array and a Python number, in x's dtype. On the CPU float16/bfloat16
-    compute in float32 with ``k`` in float32, rounded once, as PyTorch's opmath (``k`` passed
-    to the backend as a Python number would first be rounded to x's dtype, as NumPy does);
-    elsewhere ``k`` is typed as x's dtype."""
-    return kernels.unary(lambda v: v * scalar_like(k, v), x)
 
 
 class GELUFunction(Function):

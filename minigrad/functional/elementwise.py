@@ -228,7 +228,7 @@ class Pow(Function):
                     # loops rounded it first and ran element by element)
                     p = kernels.binary(operator.pow, a._data, b - 1)
                     ga = const(kernels.binary(operator.mul, gy._data,
-                                              kernels.unary(lambda v: v * scalar_like(b, v), p)))
+                                              kernels.scaled(_mul, p, b)))
                 else:
                     ga = gy * (pow(a, b - 1) * b)
             else:  # b * a^(b-1) is 0 * inf at a == b == 0: PyTorch's derivative there is 0

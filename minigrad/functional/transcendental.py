@@ -21,7 +21,7 @@ from .._backend.dtypes import float32, float64, float_result_type
 from ..core.function import Function
 from ..core.tensor import Tensor
 from ._utils import (WideUnary, as_operand, blockwise, const, cpu_wide, fast_backward,
-                     scalar_like, sum_to_shape, to_dtype, wide)
+                     sum_to_shape, to_dtype, wide)
 from .elementwise import sqrt, where
 
 __all__ = [
@@ -379,7 +379,7 @@ class Erf(Function):
             # them unrounded, as in PyTorch's opmath (NumPy's float16 loops rounded k first
             # and ran element by element)
             e = kernels.unary(lambda v: xp.exp(-v), kernels.binary(operator.mul, xd, xd))
-            ke = kernels.unary(lambda v: v * scalar_like(k, v), e)
+            ke = kernels.scaled(operator.mul, e, k)
             return const(kernels.binary(operator.mul, ke, gy._data))
         return gy * (exp(x * x * -1.0) * k)
 
