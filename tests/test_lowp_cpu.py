@@ -212,7 +212,8 @@ def test_arithmetic_with_a_python_number(dtype, name, scalar):
     """+ and - meet the number rounded to the dtype (NumPy's weak scalar rule, minigrad's for
     bfloat16, and PyTorch's); x * k, k * x and x / k keep it in float32 and round the result
     once, PyTorch's opmath (NumPy's rule, x / float16(70000.0) = x / inf, was up to 100% of
-    elements away from PyTorch); k / x stays NumPy's rule (PyTorch: reciprocal(x) * k)."""
+    elements away from PyTorch); k / x too (the quotient rounded once; PyTorch's is
+    reciprocal(x) * k, docs/migrating.md)."""
     op, ref = BIT_EXACT_BINARY[name]
     a = values(dtype, seed=4)
     s = dtype.type(scalar)
@@ -225,6 +226,9 @@ def test_arithmetic_with_a_python_number(dtype, name, scalar):
         same_bits(out, ref(a, s))
     if name == "mul":
         same_bits(out_r, out)
+    elif name == "div":
+        with np.errstate(all="ignore"):
+            same_bits(out_r, ref(np.float32(scalar), a.astype(np.float32)).astype(dtype))
     else:
         same_bits(out_r, ref(s, a))
 

@@ -10,6 +10,7 @@ the ops whose direct arithmetic was exact but 5-50x slower than float32.
 import math
 import sys
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -261,6 +262,16 @@ def test_products_and_quotients_keep_a_python_number_in_float32(number, dtype, r
     (x * number).backward(mg.ones_like(x))
     (tx * number).backward(torch.ones_like(tx))
     np.testing.assert_array_equal(_f64(x.grad), tx.grad.double().numpy())
+    # k / x: the quotient of the unrounded k, rounded once (PyTorch: reciprocal(x) * k, within
+    # one ulp of it); finite where float16(70000.0) = inf made it inf
+    q = _f64(number / x.detach())
+    exact = number / _f64(x)
+    top = float(ml_dtypes.finfo(getattr(ml_dtypes, dtype, np.float16)).max)
+    fits = np.abs(exact) <= top
+    assert _ulps(q[fits], exact[fits], dtype).max() <= 0.5
+    # past the largest number by half an ulp or more: overflow, as PyTorch's
+    beyond = np.abs(exact) >= top * (1 + 2.0 ** -(_MANT[dtype][0] + 1))
+    assert np.isinf(q[beyond]).all()
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -76,7 +76,8 @@ def scaled(f, a, b):
     """``f(a, b)`` for a product or a quotient (``f`` is ``operator.mul``/``truediv``), as
     :func:`binary`, except that a Python number meeting a float16/bfloat16 CPU array stays in
     float32 rather than being rounded to the array's dtype: PyTorch's opmath for ``x * k``,
-    ``k * x`` and ``x / k`` (``k / x`` is ``reciprocal(x) * k`` there)."""
+    ``k * x`` and ``x / k``; ``k / x`` too (PyTorch's is ``reciprocal(x) * k``, rounded twice;
+    here the quotient rounded once)."""
     if type(a) is _nd and type(b) in _PY_SCALARS_NUMBERS and lowp_cpu.is_low(a):
         return lowp_cpu.with_number(f, a, b)
     if type(b) is _nd and type(a) in _PY_SCALARS_NUMBERS and lowp_cpu.is_low(b):

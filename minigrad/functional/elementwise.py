@@ -159,9 +159,10 @@ class Div(Function):
 
     def forward(self, a, b):
         self.save_for_backward(a, b)
-        if not hasattr(b, "dtype"):  # x / k: k unrounded, as PyTorch's opmath
-            return kernels.scaled(_truediv, a, b)
-        return _binop(_truediv, a, b)
+        # A Python number stays in float32 against float16/bfloat16, as PyTorch's opmath
+        # (k / x too: float16(70000.0) is inf); k / x is the correctly rounded quotient, where
+        # PyTorch's reciprocal(x) * k rounds twice (docs/migrating.md)
+        return kernels.scaled(_truediv, a, b)
 
     def backward(self, gy):
         a, b = self.saved_tensors
