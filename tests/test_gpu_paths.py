@@ -20,7 +20,8 @@ import pytest
 
 import minigrad as mg
 import minigrad.functional as F
-from minigrad._backend import cublas_gemm, cuda_graph, cudnn_conv, fused, kernels, matmul_paths
+from minigrad._backend import (bf16_cpu_gemm, cublas_gemm, cuda_graph, cudnn_conv, fused, kernels,
+                               matmul_paths)
 from minigrad.optimizer import SGD, Adam, AdamW
 
 GPU = mg.cuda.is_available()
@@ -419,8 +420,8 @@ def test_matmul_peak_cpu_smoke():
     rows = _rows(text)
     assert len(rows) == 4
     paths = [r[5] for r in rows]
-    assert paths == ["cpu-emulated-fp32-accumulate"] * 2 + ["cpu",
-                                                           "cpu-emulated-fp32-accumulate"]
+    bf16 = "cpu-avx512-bf16" if bf16_cpu_gemm.AVAILABLE else "cpu-emulated-fp32-accumulate"
+    assert paths == ["cpu-emulated-fp32-accumulate", bf16, "cpu", "cpu-emulated-fp32-accumulate"]
     assert all(float(r[6]) < 1e-2 for r in rows)   # fp32 accumulation: errors are rounding only
 
 

@@ -177,13 +177,13 @@ def test_low_precision(device, rng, monkeypatch, dtype, early_upcast):
     monkeypatch.setattr(kernels, "emulates_low_precision", lambda a: early_upcast,
                         raising=False)
     seen = []
-    real = kernels.matmul
+    real = kernels.matmul_accumulator
 
     def spy(a, b):
         seen.append((a.dtype, b.dtype))
         return real(a, b)
 
-    monkeypatch.setattr(kernels, "matmul", spy)
+    monkeypatch.setattr(kernels, "matmul_accumulator", spy)
     x = t(rng.standard_normal((2, 4, 6, 6)), device).astype(dtype).requires_grad_()
     w = t(rng.standard_normal((6, 2, 3, 3)) * 0.3, device).astype(dtype).requires_grad_()
     b = t(rng.standard_normal(6), device).astype(dtype).requires_grad_()

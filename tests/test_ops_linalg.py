@@ -8,7 +8,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import minigrad as mg
-from minigrad._backend import cpu_gemm, kernels, matmul_paths
+from minigrad._backend import bf16_cpu_gemm, cpu_gemm, kernels, matmul_paths
 from minigrad.functional.matmul import addr, bmm, dot, einsum, linear, matmul
 from minigrad.testing import gradcheck, gradgradcheck
 
@@ -156,8 +156,9 @@ def test_linear_low_precision_accumulates_in_fp32(device, dtype):
         y = linear(x, w, t(np.zeros(3), device).astype(dtype))
     assert str(y.dtype) == dtype
     np.testing.assert_array_equal(y.numpy().astype(np.float32), np.full((2, 3), 4096.0))
-    if device == "cpu":
-        assert paths[-1] == "cpu-emulated-fp32-accumulate"
+    if device == "cpu":  # bfloat16 bits multiplied directly where the CPU has AVX512_BF16
+        assert paths[-1] == ("cpu-avx512-bf16" if dtype == "bfloat16" and bf16_cpu_gemm.AVAILABLE
+                             else "cpu-emulated-fp32-accumulate")
 
 
 def test_linear_fp16_matches_rounded_fp32(device, rng):

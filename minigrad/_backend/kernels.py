@@ -13,18 +13,24 @@ import math
 
 import numpy as np
 
-from . import cpu_gemm, lowp_cpu, matmul_paths
+from . import bf16_cpu_gemm, cpu_gemm, lowp_cpu, matmul_paths
 from .dtypes import bfloat16, float16, float32, is_low_precision, widest_float
 
-__all__ = ["matmul", "matmul_bias", "emulated_matmul", "sum_fp32", "clamp", "relu_grad",
-           "unary", "binary", "selection", "emulates_low_precision",
+__all__ = ["matmul", "matmul_accumulator", "matmul_bias", "emulated_matmul", "sum_fp32",
+           "clamp", "relu_grad", "unary", "binary", "selection", "emulates_low_precision", "on_cpu",
            "im2col_keep_bytes", "ufunc_operand", "index_grid", "ufunc_rows",
            "transposed"]
 
 
-def emulates_low_precision(array) -> bool:
-    """True where fp16/bf16 GEMMs are emulated in fp32 (the CPU): callers may upcast early."""
+def on_cpu(array) -> bool:
+    """True for NumPy arrays (the CPU's kernels), False for CuPy ones."""
     return type(array) is np.ndarray
+
+
+def emulates_low_precision(array) -> bool:
+    """True where fp16/bf16 GEMMs of ``array``'s dtype multiply float32 copies of their operands
+    (the CPU; not bfloat16 where ``bf16_cpu_gemm`` runs): callers may upcast early, once."""
+    return type(array) is np.ndarray and not (array.dtype is bfloat16 and bf16_cpu_gemm.AVAILABLE)
 
 
 # ------------------------------------------------------------------ elementwise entry points
@@ -186,15 +192,30 @@ def matmul(a, b):
         if is_low_precision(a.dtype) or is_low_precision(b.dtype):
             # mixed dtypes compute in the widest float, as on the GPU (float16 with bfloat16:
             # float32, where NumPy has no rule)
-            out_dtype = widest_float((a.dtype, b.dtype))
-            matmul_paths.note("cpu-emulated-fp32-accumulate")
-            y = cpu_gemm.matmul(lowp_cpu.widen(a).astype(float32, copy=False),
-                            lowp_cpu.widen(b).astype(float32, copy=False))
-            return lowp_cpu.narrow(y, out_dtype)
+            return lowp_cpu.narrow(_cpu_lowp_product(a, b), widest_float((a.dtype, b.dtype)))
         matmul_paths.note("cpu")
         return cpu_gemm.matmul(a, b)
     from . import gpu_matmul  # CuPy only; imported lazily so CPU users never load it
     return gpu_matmul.matmul(a, b)
+
+
+def matmul_accumulator(a, b):
+    """``a @ b`` left in its float32 accumulator for CPU float16/bfloat16 operands (the caller
+    adds to it and rounds once); ``matmul`` otherwise."""
+    if type(a) is np.ndarray and (is_low_precision(a.dtype) or is_low_precision(b.dtype)):
+        return _cpu_lowp_product(a, b)
+    return matmul(a, b)
+
+
+def _cpu_lowp_product(a, b):
+    """The float32 product of NumPy operands of which one is float16/bfloat16: bfloat16 bits
+    multiplied directly where ``bf16_cpu_gemm`` runs, else float32 copies through BLAS."""
+    if bf16_cpu_gemm.takes(a, b):
+        matmul_paths.note("cpu-avx512-bf16")
+        return bf16_cpu_gemm.product(a, b)
+    matmul_paths.note("cpu-emulated-fp32-accumulate")
+    return cpu_gemm.matmul(lowp_cpu.widen(a).astype(float32, copy=False),
+                           lowp_cpu.widen(b).astype(float32, copy=False))
 
 
 def matmul_bias(a, b, bias):
@@ -208,8 +229,7 @@ def matmul_bias(a, b, bias):
         y += bias
         return y
     if type(a) is np.ndarray:
-        matmul_paths.note("cpu-emulated-fp32-accumulate")
-        y = cpu_gemm.matmul(lowp_cpu.widen(a), lowp_cpu.widen(b))
+        y = _cpu_lowp_product(a, b)
         y += lowp_cpu.widen(bias)
         return lowp_cpu.narrow(y, a.dtype)
     from . import gpu_matmul

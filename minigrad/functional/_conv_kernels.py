@@ -187,10 +187,11 @@ def _lowp_operands(a, b, upcast_a=True, shared=None):
 
     On the CPU ``kernels.matmul`` emulates Tensor Cores by converting its operands to fp32.
     Converting *before* im2col is numerically identical and converts kh*kw times fewer elements
-    (the conversion otherwise dominates a LeNet conv). On the GPU the operands stay narrow so
-    cuBLAS runs them on Tensor Cores. ``upcast_a=False`` leaves ``a`` alone when it is not read
-    again. The output gradient, the ``a`` of the data gradient and the ``b`` of the weight
-    gradient, is converted once per backward (``shared``, see ``_gy_matrix``). Returns the
+    (the conversion otherwise dominates a LeNet conv). On the GPU, and for bfloat16 on a CPU
+    with AVX512_BF16 (``bf16_cpu_gemm``), the operands stay narrow: the GEMM takes them as
+    they are, and im2col moves half the bytes. ``upcast_a=False`` leaves ``a`` alone when it
+    is not read again. The output gradient, the ``a`` of the data gradient and the ``b`` of the
+    weight gradient, is converted once per backward (``shared``, see ``_gy_matrix``). Returns the
     operands and the output dtype.
     """
     out_dtype = a.dtype if a.dtype == b.dtype else widest_float((a.dtype, b.dtype))
@@ -212,7 +213,10 @@ def _widened(a, shared):
 
 def _gemm(a, b, groups):
     # One 2-D GEMM when ungrouped (the Tensor Core path for fp16), one batched GEMM otherwise.
-    return kernels.matmul(a[0], b[0])[None] if groups == 1 else kernels.matmul(a, b)
+    # The CPU's bfloat16 product (bf16_cpu_gemm) comes back as its float32 accumulator, as the
+    # products of operands converted early do: the bias, col2im and one rounding follow.
+    return (kernels.matmul_accumulator(a[0], b[0])[None] if groups == 1
+            else kernels.matmul_accumulator(a, b))
 
 
 def _add_bias(y, b):
@@ -299,7 +303,7 @@ def conv_bias_grad(gy, shared=None):
     """
     xp = get_array_module(gy)
     if is_low_precision(gy.dtype):
-        if kernels.emulates_low_precision(gy):
+        if kernels.on_cpu(gy):
             return casts.to_dtype(conv_bias_grad(_widened(gy, shared)), gy.dtype)
         return kernels.sum_fp32(gy, axis=(0, 2, 3)).astype(gy.dtype)
     n, o, h, w = gy.shape

@@ -1,0 +1,57 @@
+"""bfloat16 matrix products on CPUs with AVX512_BF16, in the optional C extension ``_bf16_gemm``
+(``setup.py``).
+
+Without it a bfloat16 product on the CPU converts both operands to float32 and runs NumPy's
+float32 GEMM (``kernels.matmul``). The extension multiplies the bfloat16 bits directly with the
+CPU's bfloat16 dot-product instruction (two exact products added to a float32 accumulator per
+lane), on half the bytes and without the conversions: LeNet-5's products took 1.5-4x less time
+than the float32 GEMM of the converted operands (``benchmarks/results``). The result is the float32
+accumulator, which the caller rounds once, as before.
+
+One difference, the instruction's: subnormal inputs and results count as zero (bfloat16 has
+float32's exponent range, so this is below 1.2e-38). PyTorch's bfloat16 convolutions and linear
+layers on such a CPU (oneDNN) flush them the same way; it is a row of the deviations table in
+``docs/migrating.md``. Products are summed in another order than NumPy's GEMM (float32
+accumulation either way).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import blas
+from .dtypes import bfloat16
+
+__all__ = ["AVAILABLE", "takes", "product"]
+
+try:
+    from . import _bf16_gemm
+except ImportError:  # built without a C compiler
+    _bf16_gemm = None
+AVAILABLE = bool(_bf16_gemm is not None and _bf16_gemm.available())  # tests switch it off
+
+_u16 = np.uint16
+# Each extra thread is a new POSIX thread (about 60 us to start and join on the development
+# machine), and LeNet-5's products are memory-bound: 2 threads were slower up to 31 MFLOP
+# (16 x 150 x 6400: 220 -> 258 us) and faster from 34 (64 x 512 x 512: 222 -> 167 us).
+MIN_FLOPS_PER_EXTRA_THREAD = 48_000_000
+
+
+def takes(a, b) -> bool:
+    """Whether ``product`` multiplies ``a`` and ``b``: 2-D bfloat16 NumPy arrays, extension built
+    and CPU able."""
+    return (AVAILABLE and type(a) is np.ndarray and type(b) is np.ndarray
+            and a.dtype is bfloat16 and b.dtype is bfloat16 and a.ndim == 2 and b.ndim == 2)
+
+
+def product(a, b, form: int = 0):
+    """``a @ b`` of 2-D bfloat16 arrays (any strides) as a C-ordered float32 array; ``form``
+    1 or 2 forces the packed or the in-place (dot product) kernel, for tests."""
+    m, k = a.shape
+    n = b.shape[1]
+    out = np.empty((m, n), dtype=np.float32)
+    flops = 2 * m * k * n
+    threads = 1 if flops < MIN_FLOPS_PER_EXTRA_THREAD else min(
+        blas.threads_for(flops), 1 + flops // MIN_FLOPS_PER_EXTRA_THREAD)
+    _bf16_gemm.gemm(a.view(_u16), b.view(_u16), out, int(threads), form)
+    return out
