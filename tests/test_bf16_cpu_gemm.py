@@ -94,7 +94,7 @@ def test_inner_form_refuses_other_strides(rng):
         bf16_cpu_gemm.product(a, b, INNER)
 
 
-@pytest.mark.parametrize("threads", [2, 3, 5])
+@pytest.mark.parametrize("threads", [0, 2, 3, 5, 99])
 @pytest.mark.parametrize("transposed_b", [False, True])
 def test_threads_give_the_same_bits(rng, threads, transposed_b):
     from minigrad._backend import _bf16_gemm
@@ -108,6 +108,32 @@ def test_threads_give_the_same_bits(rng, threads, transposed_b):
         _bf16_gemm.gemm(a.view(np.uint16), b.view(np.uint16), out, t, 0)
         outs.append(out)
     np.testing.assert_array_equal(outs[0], outs[1])
+
+
+def _threaded_product(seed):
+    from minigrad._backend import _bf16_gemm
+
+    rng = np.random.default_rng(seed)
+    a, b = _bf16(rng, (8, 300)), _bf16(rng, (300, 200))
+    out = np.empty((8, 200), dtype=np.float32)
+    _bf16_gemm.gemm(a.view(np.uint16), b.view(np.uint16), out, 2, 0)
+    return out
+
+
+def test_workers_after_fork_and_from_many_python_threads():
+    # The extension's workers outlive each call: a forked child (DataLoader workers, fork-based
+    # multiprocessing) must start its own instead of waiting on its parent's, and Python
+    # threads multiplying at once must each get their answer (one uses the pool at a time).
+    import concurrent.futures
+    import multiprocessing
+
+    want = [_threaded_product(s) for s in range(4)]  # the parent's workers exist from here on
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        got = pool.map(_threaded_product, range(4), chunksize=1)
+    with concurrent.futures.ThreadPoolExecutor(4) as ex:
+        got_threads = list(ex.map(_threaded_product, list(range(4)) * 8))
+    for g, w in zip(got + got_threads, want * 9):
+        np.testing.assert_array_equal(g, w)
 
 
 def test_empty_and_zero_length_products():

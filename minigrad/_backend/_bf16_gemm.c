@@ -28,6 +28,8 @@
 #include <cpuid.h>
 #include <immintrin.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 
 #define ISA __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 #define MR 6            /* rows of a packed register tile */
@@ -274,6 +276,82 @@ static void *run_job(void *arg) {
 }
 
 #define MAX_THREADS 8
+#define SPIN_NS 200000  /* a worker spins this long for the next job before it sleeps */
+
+/* Persistent workers: starting a POSIX thread per product cost about 60 us on the development
+ * machine, as much as a LeNet-5 GEMM. A worker spins a while after each job (the products of a
+ * training step come every few hundred microseconds), then sleeps on a condition variable.
+ * One caller at a time uses the pool (`busy`); a second one, from another Python thread, runs
+ * on its own thread alone. After fork() the child starts its own workers. */
+typedef struct {
+    pthread_t id;
+    job *todo;
+    atomic_int state;  /* 0 idle, 1 a job is posted, 2 the job is done */
+} worker;
+
+static worker workers[MAX_THREADS];
+static int n_workers;
+static pthread_mutex_t pool_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_wake = PTHREAD_COND_INITIALIZER;
+static pthread_mutex_t busy = PTHREAD_MUTEX_INITIALIZER;
+
+static long long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static void *worker_loop(void *arg) {
+    worker *w = arg;
+    for (;;) {
+        const long long until = now_ns() + SPIN_NS;
+        int spins = 0;
+        while (atomic_load_explicit(&w->state, memory_order_acquire) != 1) {
+            _mm_pause();
+            if (++spins % 256 == 0 && now_ns() > until) {
+                pthread_mutex_lock(&pool_mutex);
+                while (atomic_load_explicit(&w->state, memory_order_acquire) != 1)
+                    pthread_cond_wait(&pool_wake, &pool_mutex);
+                pthread_mutex_unlock(&pool_mutex);
+            }
+        }
+        run_job(w->todo);
+        atomic_store_explicit(&w->state, 2, memory_order_release);
+    }
+    return NULL;
+}
+
+/* The child of a fork() has none of its parent's threads, and a lock one of them held stays
+ * held: start afresh. */
+static void forget_workers(void) {
+    n_workers = 0;
+    pthread_mutex_init(&pool_mutex, NULL);
+    pthread_cond_init(&pool_wake, NULL);
+    pthread_mutex_init(&busy, NULL);
+}
+
+/* Workers for `want` extra jobs (fewer if threads cannot be started); returns how many. */
+static int ensure_workers(int want) {
+    static int registered;
+    if (!registered) {
+        pthread_atfork(NULL, NULL, forget_workers);
+        registered = 1;
+    }
+    while (n_workers < want) {
+        worker *w = &workers[n_workers];
+        atomic_store(&w->state, 0);
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, 1 << 20);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        const int rc = pthread_create(&w->id, &attr, worker_loop, w);
+        pthread_attr_destroy(&attr);
+        if (rc != 0)
+            break;
+        n_workers++;
+    }
+    return n_workers < want ? n_workers : want;
+}
 
 /* Split the n columns over `threads` jobs (in whole register tiles); 0 or -1 (no memory). */
 static int run(const mat *a, const mat *b, float *c, int inner, int threads) {
@@ -281,30 +359,43 @@ static int run(const mat *a, const mat *b, float *c, int inner, int threads) {
     const Py_ssize_t tiles = (n + unit - 1) / unit;
     if (threads > tiles)
         threads = (int)tiles;
-    if (threads < 1)
-        threads = 1;
     if (threads > MAX_THREADS)
         threads = MAX_THREADS;
+    if (threads < 1)
+        threads = 1;
+    int helpers = 0;
+    if (threads > 1 && pthread_mutex_trylock(&busy) == 0)
+        helpers = ensure_workers(threads - 1);
+    else
+        threads = 1;
     job jobs[MAX_THREADS];
-    pthread_t ids[MAX_THREADS];
-    int started[MAX_THREADS] = {0};
     for (int t = 0; t < threads; t++) {
         jobs[t] = (job){*a, *b, c, tiles * t / threads * unit, tiles * (t + 1) / threads * unit,
                         inner, 0};
         if (jobs[t].n1 > n)
             jobs[t].n1 = n;
     }
-    for (int t = 1; t < threads; t++)
-        started[t] = pthread_create(&ids[t], NULL, run_job, &jobs[t]) == 0;
-    run_job(&jobs[0]);
-    int failed = jobs[0].failed;
-    for (int t = 1; t < threads; t++) {
-        if (started[t])
-            pthread_join(ids[t], NULL);
-        else
-            run_job(&jobs[t]);  /* no thread to be had: do its share here */
-        failed |= jobs[t].failed;
+    for (int h = 0; h < helpers; h++) {
+        workers[h].todo = &jobs[h + 1];
+        atomic_store_explicit(&workers[h].state, 1, memory_order_release);
     }
+    if (helpers) {  /* wake the sleepers (no system call when none sleeps) */
+        pthread_mutex_lock(&pool_mutex);
+        pthread_cond_broadcast(&pool_wake);
+        pthread_mutex_unlock(&pool_mutex);
+    }
+    run_job(&jobs[0]);
+    for (int t = helpers + 1; t < threads; t++)  /* no worker to be had: its share runs here */
+        run_job(&jobs[t]);
+    int failed = jobs[0].failed;
+    for (int h = 0; h < helpers; h++) {
+        while (atomic_load_explicit(&workers[h].state, memory_order_acquire) != 2)
+            _mm_pause();
+        atomic_store_explicit(&workers[h].state, 0, memory_order_relaxed);
+        failed |= jobs[h + 1].failed;
+    }
+    if (threads > 1)
+        pthread_mutex_unlock(&busy);
     return failed ? -1 : 0;
 }
 #endif /* x86-64 */

@@ -31,11 +31,6 @@ except ImportError:  # built without a C compiler
 AVAILABLE = bool(_bf16_gemm is not None and _bf16_gemm.available())  # tests switch it off
 
 _u16 = np.uint16
-# Each extra thread is a new POSIX thread (about 60 us to start and join on the development
-# machine), and LeNet-5's products are memory-bound: 2 threads were slower up to 31 MFLOP
-# (16 x 150 x 6400: 220 -> 258 us) and faster from 34 (64 x 512 x 512: 222 -> 167 us).
-MIN_FLOPS_PER_EXTRA_THREAD = 48_000_000
-
 
 def takes(a, b) -> bool:
     """Whether ``product`` multiplies ``a`` and ``b``: 2-D bfloat16 NumPy arrays, extension built
@@ -50,8 +45,7 @@ def product(a, b, form: int = 0):
     m, k = a.shape
     n = b.shape[1]
     out = np.empty((m, n), dtype=np.float32)
-    flops = 2 * m * k * n
-    threads = 1 if flops < MIN_FLOPS_PER_EXTRA_THREAD else min(
-        blas.threads_for(flops), 1 + flops // MIN_FLOPS_PER_EXTRA_THREAD)
-    _bf16_gemm.gemm(a.view(_u16), b.view(_u16), out, int(threads), form)
+    # As many threads as BLAS would get for the product (blas.py: by its size and the
+    # machine's load); the extension keeps its own workers, which split the columns of out.
+    _bf16_gemm.gemm(a.view(_u16), b.view(_u16), out, blas.threads_for(2 * m * k * n), form)
     return out

@@ -122,6 +122,8 @@ def free_cores() -> float:
 # ------------------------------------------------------------------------------------ the choice
 def threads_for(flops: float) -> int:
     """Threads a GEMM of ``flops`` floating-point operations gets now."""
+    if _state["lib"] is None:
+        _controller()
     cap = _state["cap"] or 1
     if cap == 1 or flops < MIN_FLOPS_PER_EXTRA_THREAD:
         return 1
