@@ -1,9 +1,10 @@
-"""The AVX512_BF16 GEMM (``_backend/bf16_cpu_gemm.py``, the ``_bf16_gemm`` extension) against
-float64 products of the same bfloat16 values and against its twin, the float32 GEMM of the
-widened operands (``kernels.matmul`` with the extension switched off): every tile edge of both
-kernel forms, every stride layout, any thread count giving the same bits, IEEE specials as in
-float32, subnormals flushed (the instruction's rule, a row of the deviations table), and the
-convolutions and linear layers that use it agreeing with the twin to a bfloat16 rounding."""
+"""The AVX512_BF16 GEMM (``_backend/bf16_cpu_gemm.py``, ``_bf16_gemm.c`` of the ``_parallel``
+extension) against float64 products of the same bfloat16 values and against its twin, the
+float32 GEMM of the widened operands (``kernels.matmul`` with the extension switched off): every
+tile edge of both kernel forms, every stride layout, any thread count giving the same bits, IEEE
+specials as in float32, subnormals flushed (the instruction's rule, a row of the deviations
+table), and the convolutions and linear layers that use it agreeing with the twin to a bfloat16
+rounding."""
 
 import ml_dtypes
 import numpy as np
@@ -16,7 +17,7 @@ import minigrad.functional as F
 from minigrad._backend import bf16_cpu_gemm, kernels, matmul_paths
 
 pytestmark = pytest.mark.skipif(not bf16_cpu_gemm.AVAILABLE,
-                                reason="the _bf16_gemm extension is not built or the CPU lacks "
+                                reason="the _parallel extension is not built or the CPU lacks "
                                        "AVX512_BF16")
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -97,7 +98,7 @@ def test_inner_form_refuses_other_strides(rng):
 @pytest.mark.parametrize("threads", [0, 2, 3, 5, 99])
 @pytest.mark.parametrize("transposed_b", [False, True])
 def test_threads_give_the_same_bits(rng, threads, transposed_b):
-    from minigrad._backend import _bf16_gemm
+    from minigrad._backend import _parallel
 
     a = _bf16(rng, (10, 700))
     b = (np.ascontiguousarray(_bf16(rng, (333, 700))).T if transposed_b
@@ -105,18 +106,18 @@ def test_threads_give_the_same_bits(rng, threads, transposed_b):
     outs = []
     for t in (1, threads):
         out = np.empty((10, 333), dtype=np.float32)
-        _bf16_gemm.gemm(a.view(np.uint16), b.view(np.uint16), out, t, 0)
+        _parallel.bf16_gemm(a.view(np.uint16), b.view(np.uint16), out, t, 0)
         outs.append(out)
     np.testing.assert_array_equal(outs[0], outs[1])
 
 
 def _threaded_product(seed):
-    from minigrad._backend import _bf16_gemm
+    from minigrad._backend import _parallel
 
     rng = np.random.default_rng(seed)
     a, b = _bf16(rng, (8, 300)), _bf16(rng, (300, 200))
     out = np.empty((8, 200), dtype=np.float32)
-    _bf16_gemm.gemm(a.view(np.uint16), b.view(np.uint16), out, 2, 0)
+    _parallel.bf16_gemm(a.view(np.uint16), b.view(np.uint16), out, 2, 0)
     return out
 
 
@@ -145,13 +146,13 @@ def test_empty_and_zero_length_products():
 
 
 def test_shape_mismatch_is_an_error():
-    from minigrad._backend import _bf16_gemm
+    from minigrad._backend import _parallel
 
     a, b = np.zeros((2, 3), np.uint16), np.zeros((4, 5), np.uint16)
-    with pytest.raises(ValueError, match="shapes of a, b and out do not agree"):
-        _bf16_gemm.gemm(a, b, np.empty((2, 5), np.float32), 1, 0)
+    with pytest.raises(ValueError, match="bf16_gemm: shapes of a, b and out do not agree"):
+        _parallel.bf16_gemm(a, b, np.empty((2, 5), np.float32), 1, 0)
     with pytest.raises(ValueError, match="2-D array of 16-bit elements"):
-        _bf16_gemm.gemm(np.zeros(3, np.uint16), b, np.empty((2, 5), np.float32), 1, 0)
+        _parallel.bf16_gemm(np.zeros(3, np.uint16), b, np.empty((2, 5), np.float32), 1, 0)
 
 
 @pytest.mark.parametrize("form", [PACKED, INNER])

@@ -1,4 +1,5 @@
-/* bfloat16 GEMM with the AVX512_BF16 dot-product instruction, for bf16_cpu_gemm.py.
+/* bfloat16 GEMM with the AVX512_BF16 dot-product instruction (part of the `_parallel` extension,
+ * for bf16_cpu_gemm.py).
  *
  * C (m x n, float32) = A (m x k, bfloat16) @ B (k x n, bfloat16), accumulated in float32.
  * VDPBF16PS multiplies pairs of bfloat16s exactly and adds both products to a float32
@@ -14,22 +15,20 @@
  *  - inner: when the rows of A and the columns of B are both runs of consecutive k (A C-ordered,
  *    B the transpose of a C-ordered array: a weight gradient gy @ cols.T), each C element is a
  *    dot product of two runs, read in place without packing: for long reductions.
- * Each output element is summed in the same order whatever the thread count: threads split
- * the columns of C. The GIL is released while multiplying.
+ * Each output element is summed in the same order whatever the thread count: the pool's
+ * workers (_parallel.c) split the columns of C. The GIL is released while multiplying.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_parallel.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define MINIGRAD_BF16_GEMM 1
+int mg_cpu_bf16;
+
+#ifdef MINIGRAD_X86
 #include <cpuid.h>
 #include <immintrin.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <time.h>
 
 #define ISA __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 #define MR 6            /* rows of a packed register tile */
@@ -41,9 +40,7 @@
 #define INNER_KC 2048   /* k per inner-form chunk (4 KB of each run) */
 #define JR 4            /* columns of B per inner-form tile */
 
-static int cpu_ok;
-
-static void detect_cpu(void) {
+void mg_detect_bf16(void) {
     unsigned int a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27)))  /* OSXSAVE */
         return;
@@ -58,7 +55,7 @@ static void detect_cpu(void) {
         return;
     if (!__get_cpuid_count(7, 1, &a, &b, &c, &d))
         return;
-    cpu_ok = (a >> 5) & 1u;  /* AVX512_BF16 */
+    mg_cpu_bf16 = (a >> 5) & 1u;  /* AVX512_BF16 */
 }
 
 typedef struct {  /* a strided matrix of bfloat16 bits; strides in elements */
@@ -66,12 +63,12 @@ typedef struct {  /* a strided matrix of bfloat16 bits; strides in elements */
     Py_ssize_t rows, cols, s0, s1;
 } mat;
 
-typedef struct {
+typedef struct {  /* one product, split into parts by whole register tiles of columns */
     mat a, b;
     float *c;
-    Py_ssize_t n0, n1;  /* this thread's columns of C */
+    Py_ssize_t tiles, unit;
     int inner;
-    int failed;
+    int failed[MG_MAX_PARTS];
 } job;
 
 /* ------------------------------------------------------------------------------ packed form */
@@ -264,148 +261,45 @@ ISA static void gemm_inner(const mat *a, const mat *b, float *c, Py_ssize_t ldc,
     }
 }
 
-/* ------------------------------------------------------------------------------- threads */
-static void *run_job(void *arg) {
-    job *t = arg;
-    const Py_ssize_t ldc = t->b.cols;
+/* ------------------------------------------------------------------------------- parts */
+static void run_part(void *ctx, int part, int parts) {
+    job *t = ctx;
+    const Py_ssize_t n = t->b.cols, ldc = n;
+    Py_ssize_t n0 = t->tiles * part / parts * t->unit, n1 = t->tiles * (part + 1) / parts * t->unit;
+    if (n1 > n)
+        n1 = n;
     if (t->inner)
-        gemm_inner(&t->a, &t->b, t->c, ldc, t->n0, t->n1);
+        gemm_inner(&t->a, &t->b, t->c, ldc, n0, n1);
     else
-        t->failed = gemm_packed(&t->a, &t->b, t->c, ldc, t->n0, t->n1) != 0;
-    return NULL;
+        t->failed[part] = gemm_packed(&t->a, &t->b, t->c, ldc, n0, n1) != 0;
 }
 
-#define MAX_THREADS 8
-#define SPIN_NS 200000  /* a worker spins this long for the next job before it sleeps */
-
-/* Persistent workers: starting a POSIX thread per product cost about 60 us on the development
- * machine, as much as a LeNet-5 GEMM. A worker spins a while after each job (the products of a
- * training step come every few hundred microseconds), then sleeps on a condition variable.
- * One caller at a time uses the pool (`busy`); a second one, from another Python thread, runs
- * on its own thread alone. After fork() the child starts its own workers. */
-typedef struct {
-    pthread_t id;
-    job *todo;
-    atomic_int state;  /* 0 idle, 1 a job is posted, 2 the job is done */
-} worker;
-
-static worker workers[MAX_THREADS];
-static int n_workers;
-static pthread_mutex_t pool_mutex = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t pool_wake = PTHREAD_COND_INITIALIZER;
-static pthread_mutex_t busy = PTHREAD_MUTEX_INITIALIZER;
-
-static long long now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-static void *worker_loop(void *arg) {
-    worker *w = arg;
-    for (;;) {
-        const long long until = now_ns() + SPIN_NS;
-        int spins = 0;
-        while (atomic_load_explicit(&w->state, memory_order_acquire) != 1) {
-            _mm_pause();
-            if (++spins % 256 == 0 && now_ns() > until) {
-                pthread_mutex_lock(&pool_mutex);
-                while (atomic_load_explicit(&w->state, memory_order_acquire) != 1)
-                    pthread_cond_wait(&pool_wake, &pool_mutex);
-                pthread_mutex_unlock(&pool_mutex);
-            }
-        }
-        run_job(w->todo);
-        atomic_store_explicit(&w->state, 2, memory_order_release);
-    }
-    return NULL;
-}
-
-/* The child of a fork() has none of its parent's threads, and a lock one of them held stays
- * held: start afresh. */
-static void forget_workers(void) {
-    n_workers = 0;
-    pthread_mutex_init(&pool_mutex, NULL);
-    pthread_cond_init(&pool_wake, NULL);
-    pthread_mutex_init(&busy, NULL);
-}
-
-/* Workers for `want` extra jobs (fewer if threads cannot be started); returns how many. */
-static int ensure_workers(int want) {
-    static int registered;
-    if (!registered) {
-        pthread_atfork(NULL, NULL, forget_workers);
-        registered = 1;
-    }
-    while (n_workers < want) {
-        worker *w = &workers[n_workers];
-        atomic_store(&w->state, 0);
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setstacksize(&attr, 1 << 20);
-        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        const int rc = pthread_create(&w->id, &attr, worker_loop, w);
-        pthread_attr_destroy(&attr);
-        if (rc != 0)
-            break;
-        n_workers++;
-    }
-    return n_workers < want ? n_workers : want;
-}
-
-/* Split the n columns over `threads` jobs (in whole register tiles); 0 or -1 (no memory). */
+/* 0, or -1 when a part found no memory. */
 static int run(const mat *a, const mat *b, float *c, int inner, int threads) {
-    const Py_ssize_t n = b->cols, unit = inner ? JR : NR;
-    const Py_ssize_t tiles = (n + unit - 1) / unit;
-    if (threads > tiles)
-        threads = (int)tiles;
-    if (threads > MAX_THREADS)
-        threads = MAX_THREADS;
+    job t = {*a, *b, c, 0, inner ? JR : NR, inner, {0}};
+    t.tiles = (b->cols + t.unit - 1) / t.unit;
+    if (threads > t.tiles)
+        threads = (int)t.tiles;
+    if (threads > MG_MAX_PARTS)
+        threads = MG_MAX_PARTS;
     if (threads < 1)
         threads = 1;
-    int helpers = 0;
-    if (threads > 1 && pthread_mutex_trylock(&busy) == 0)
-        helpers = ensure_workers(threads - 1);
-    else
-        threads = 1;
-    job jobs[MAX_THREADS];
-    for (int t = 0; t < threads; t++) {
-        jobs[t] = (job){*a, *b, c, tiles * t / threads * unit, tiles * (t + 1) / threads * unit,
-                        inner, 0};
-        if (jobs[t].n1 > n)
-            jobs[t].n1 = n;
-    }
-    for (int h = 0; h < helpers; h++) {
-        workers[h].todo = &jobs[h + 1];
-        atomic_store_explicit(&workers[h].state, 1, memory_order_release);
-    }
-    if (helpers) {  /* wake the sleepers (no system call when none sleeps) */
-        pthread_mutex_lock(&pool_mutex);
-        pthread_cond_broadcast(&pool_wake);
-        pthread_mutex_unlock(&pool_mutex);
-    }
-    run_job(&jobs[0]);
-    for (int t = helpers + 1; t < threads; t++)  /* no worker to be had: its share runs here */
-        run_job(&jobs[t]);
-    int failed = jobs[0].failed;
-    for (int h = 0; h < helpers; h++) {
-        while (atomic_load_explicit(&workers[h].state, memory_order_acquire) != 2)
-            _mm_pause();
-        atomic_store_explicit(&workers[h].state, 0, memory_order_relaxed);
-        failed |= jobs[h + 1].failed;
-    }
-    if (threads > 1)
-        pthread_mutex_unlock(&busy);
-    return failed ? -1 : 0;
+    mg_parallel(run_part, &t, threads);
+    for (int p = 0; p < threads; p++)
+        if (t.failed[p])
+            return -1;
+    return 0;
 }
-#endif /* x86-64 */
+#else
+void mg_detect_bf16(void) {}
+#endif /* MINIGRAD_X86 */
 
 /* ------------------------------------------------------------------------------- Python */
 static int as_matrix(Py_buffer *v, const char *name, void *m_) {
-#ifdef MINIGRAD_BF16_GEMM
+#ifdef MINIGRAD_X86
     mat *m = m_;
     if (v->ndim != 2 || v->itemsize != 2 || v->strides[0] % 2 || v->strides[1] % 2) {
-        PyErr_Format(PyExc_ValueError, "_bf16_gemm: %s must be a 2-D array of 16-bit elements",
+        PyErr_Format(PyExc_ValueError, "bf16_gemm: %s must be a 2-D array of 16-bit elements",
                      name);
         return -1;
     }
@@ -417,20 +311,15 @@ static int as_matrix(Py_buffer *v, const char *name, void *m_) {
 #endif
 }
 
-PyDoc_STRVAR(gemm_doc,
-"gemm(a, b, out, threads, form) -> None\n\n"
-"out (m, n) float32, C-contiguous = a (m, k) @ b (k, n), bfloat16 bits as uint16 arrays of any\n"
-"strides. form: 0 chooses, 1 packed, 2 inner (needs unit k strides in both).");
-
-static PyObject *gemm(PyObject *self, PyObject *args) {
+PyObject *mg_py_bf16_gemm(PyObject *self, PyObject *args) {
     (void)self;
-#ifdef MINIGRAD_BF16_GEMM
+#ifdef MINIGRAD_X86
     PyObject *ao, *bo, *co;
     int threads, form;
     if (!PyArg_ParseTuple(args, "OOOii", &ao, &bo, &co, &threads, &form))
         return NULL;
-    if (!cpu_ok) {
-        PyErr_SetString(PyExc_RuntimeError, "_bf16_gemm: this CPU has no AVX512_BF16");
+    if (!mg_cpu_bf16) {
+        PyErr_SetString(PyExc_RuntimeError, "bf16_gemm: this CPU has no AVX512_BF16");
         return NULL;
     }
     Py_buffer av, bv, cv;
@@ -450,12 +339,12 @@ static PyObject *gemm(PyObject *self, PyObject *args) {
     if (as_matrix(&av, "a", &a) < 0 || as_matrix(&bv, "b", &b) < 0)
         goto done;
     if (b.rows != a.cols || cv.len != (Py_ssize_t)sizeof(float) * a.rows * b.cols) {
-        PyErr_SetString(PyExc_ValueError, "_bf16_gemm: shapes of a, b and out do not agree");
+        PyErr_SetString(PyExc_ValueError, "bf16_gemm: shapes of a, b and out do not agree");
         goto done;
     }
     const int inner_ok = a.s1 == 1 && b.s0 == 1;
     if (form == 2 && !inner_ok) {
-        PyErr_SetString(PyExc_ValueError, "_bf16_gemm: the inner form needs unit k strides");
+        PyErr_SetString(PyExc_ValueError, "bf16_gemm: the inner form needs unit k strides");
         goto done;
     }
     const int inner = form == 2 || (form == 0 && inner_ok && a.cols >= INNER_MIN_K);
@@ -481,34 +370,7 @@ done:
     Py_RETURN_NONE;
 #else
     (void)args;
-    PyErr_SetString(PyExc_RuntimeError, "_bf16_gemm: built without x86-64 support");
+    PyErr_SetString(PyExc_RuntimeError, "bf16_gemm: built without x86-64 support");
     return NULL;
 #endif
-}
-
-static PyObject *available(PyObject *self, PyObject *noargs) {
-    (void)self;
-    (void)noargs;
-#ifdef MINIGRAD_BF16_GEMM
-    return PyBool_FromLong(cpu_ok);
-#else
-    Py_RETURN_FALSE;
-#endif
-}
-
-static PyMethodDef methods[] = {
-    {"gemm", gemm, METH_VARARGS, gemm_doc},
-    {"available", available, METH_NOARGS, "Whether this CPU runs the kernels (AVX512_BF16)."},
-    {NULL, NULL, 0, NULL},
-};
-
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_bf16_gemm",
-                                    "bfloat16 GEMM with AVX512_BF16 (bf16_cpu_gemm.py).", -1,
-                                    methods, NULL, NULL, NULL, NULL};
-
-PyMODINIT_FUNC PyInit__bf16_gemm(void) {
-#ifdef MINIGRAD_BF16_GEMM
-    detect_cpu();
-#endif
-    return PyModule_Create(&module);
 }

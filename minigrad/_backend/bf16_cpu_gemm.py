@@ -1,5 +1,5 @@
-"""bfloat16 matrix products on CPUs with AVX512_BF16, in the optional C extension ``_bf16_gemm``
-(``setup.py``).
+"""bfloat16 matrix products on CPUs with AVX512_BF16, in the optional C extension ``_parallel``
+(``_bf16_gemm.c``, ``setup.py``).
 
 Without it a bfloat16 product on the CPU converts both operands to float32 and runs NumPy's
 float32 GEMM (``kernels.matmul``). The extension multiplies the bfloat16 bits directly with the
@@ -25,10 +25,10 @@ from .dtypes import bfloat16
 __all__ = ["AVAILABLE", "takes", "product"]
 
 try:
-    from . import _bf16_gemm
+    from . import _parallel
 except ImportError:  # built without a C compiler
-    _bf16_gemm = None
-AVAILABLE = bool(_bf16_gemm is not None and _bf16_gemm.available())  # tests switch it off
+    _parallel = None
+AVAILABLE = bool(_parallel is not None and _parallel.bf16_available())  # tests switch it off
 
 _u16 = np.uint16
 
@@ -46,6 +46,6 @@ def product(a, b, form: int = 0):
     n = b.shape[1]
     out = np.empty((m, n), dtype=np.float32)
     # As many threads as BLAS would get for the product (blas.py: by its size and the
-    # machine's load); the extension keeps its own workers, which split the columns of out.
-    _bf16_gemm.gemm(a.view(_u16), b.view(_u16), out, blas.threads_for(2 * m * k * n), form)
+    # machine's load); the extension's workers split the columns of out.
+    _parallel.bf16_gemm(a.view(_u16), b.view(_u16), out, blas.threads_for(2 * m * k * n), form)
     return out

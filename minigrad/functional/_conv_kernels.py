@@ -23,7 +23,7 @@ point asks ``cudnn_conv`` first and falls through on None).
 
 from __future__ import annotations
 
-from .._backend import casts, cudnn_conv, get_array_module, kernels
+from .._backend import casts, col2im_cpu, cudnn_conv, get_array_module, kernels
 from .._backend.dtypes import float32, is_low_precision, widest_float
 
 __all__ = ["conv_forward", "conv_data_grad", "conv_weight_grad", "conv_bias_grad"]
@@ -170,6 +170,11 @@ class _BatchInner:
 
     def col2im(self, dcols, acc_dtype):
         g, xp = self.g, get_array_module(dcols)
+        if dcols.dtype == acc_dtype:  # the C kernel: the same sums, row by row (col2im_cpu)
+            gx = col2im_cpu.col2im(dcols, (g.n, g.c, g.h, g.w, g.kh, g.kw, g.oh, g.ow)
+                                   + g.stride + g.padding + g.dilation)
+            if gx is not None:
+                return gx
         dcols = dcols.reshape(g.c, g.kh, g.kw, g.oh, g.ow, g.n)
         acc = xp.zeros((g.c, g.hp, g.wp, g.n), dtype=acc_dtype)
         windows = self._window_view(acc)  # adding through it is safe: one offset at a time
