@@ -1,9 +1,9 @@
-"""Max pooling's C kernels (``_backend/pool_cpu.py``, the ``_pool`` extension) against their
-NumPy twin in ``functional/pooling.py``: the same maxima (bit for bit; a window holding NaN
-gives NaN), the same indices, the same gradients (bit for bit where windows do not overlap,
-and to the last bit where sums of three or more are added in another order), over random
-geometries (padding, dilation, ceil_mode, 1-D and 2-D windows), every dtype the kernels take,
-and inputs full of ties, signed zeros, infinities and NaN."""
+"""Max pooling's C kernels (``_backend/pool_cpu.py``, ``_pool.c`` of the ``_parallel``
+extension) against their NumPy twin in ``functional/pooling.py``: the same maxima (bit for bit;
+a window holding NaN gives NaN), the same indices, the same gradients (bit for bit where windows
+do not overlap, and to the last bit where sums of three or more are added in another order),
+over random geometries (padding, dilation, ceil_mode, 1-D and 2-D windows), every dtype the
+kernels take, inputs full of ties, signed zeros, infinities and NaN, and any thread count."""
 
 import ml_dtypes
 import numpy as np
@@ -17,7 +17,7 @@ from minigrad._backend import pool_cpu
 from minigrad.core.engine import grad
 
 pytestmark = pytest.mark.skipif(not pool_cpu.AVAILABLE,
-                                reason="the _pool extension is not built here")
+                                reason="the _parallel extension is not built here")
 
 DTYPES = [np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.float16),
           np.dtype(ml_dtypes.bfloat16)]
@@ -145,3 +145,27 @@ def test_other_dtypes_and_large_windows_go_to_the_twin():
     assert pool_cpu.scan(big, (1, 12, 12, 1, 1, 12, 12, 1, 1, 1, 1)) is None
     x = mg.tensor(np.arange(144, dtype=np.float32).reshape(1, 1, 12, 12))
     assert F.max_pool2d(x, 12).numpy().item() == 143
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("threads", [0, 2, 3, 64])
+def test_any_thread_count_gives_the_same_bits(dtype, threads):
+    # the pool's workers split the planes: every plane is the same scan and scatter
+    from minigrad._backend import _parallel
+
+    rng = np.random.default_rng(2)
+    x = _input(rng, (13, 9, 9), dtype, special=False)
+    geo = (13, 9, 9, 4, 4, 3, 3, 2, 2, 1, 1)  # overlapping 3x3 windows, stride 2
+    kind = {2: "bf16" if dtype == DTYPES[3] else "f16", 4: "f32", 8: "f64"}[dtype.itemsize]
+    add = "add_f64" if dtype.itemsize == 8 else "add_f32"
+    gy = rng.standard_normal((13, 4, 4)).astype(np.float64 if dtype.itemsize == 8
+                                                else np.float32)
+    outs = []
+    for t in (1, threads):
+        best, idx = np.empty((13, 4, 4), dtype), np.empty((13, 4, 4), np.int8)
+        _parallel.pool_scan(kind, x, best, idx, geo, t)
+        acc = np.zeros((13, 9, 9), gy.dtype)
+        _parallel.pool_scatter(add, gy, idx, acc, geo, t)
+        outs.append((best.view(np.uint8), idx, acc))
+    for a, b in zip(*outs):
+        np.testing.assert_array_equal(a, b)

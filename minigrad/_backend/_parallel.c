@@ -1,12 +1,14 @@
 /* The `_parallel` extension: CPU kernels that split their work over persistent worker threads
- * (the bfloat16 GEMM of _bf16_gemm.c, col2im of _col2im.c), and the pool they share.
+ * (the bfloat16 GEMM of _bf16_gemm.c, col2im of _col2im.c, max pooling of _pool.c), and the
+ * pool they share.
  *
  * Starting a POSIX thread per call cost about 60 us on the development machine, as much as a
- * LeNet-5 GEMM, so the workers outlive the calls: a worker spins a while after each part (the
+ * LeNet-5 GEMM, so the workers outlive the calls: a worker spins a while after each job (the
  * kernels of a training step come every few hundred microseconds), then sleeps on a condition
- * variable. One caller at a time uses the pool; a second one, from another Python thread, runs
- * its parts alone. After fork() the child starts its own workers. One pool for all kernels, so
- * that no two sets of workers spin against each other.
+ * variable. The caller works too, and parts go to whoever claims them first. One caller at a
+ * time uses the pool; a second one, from another Python thread, runs its parts alone. After
+ * fork() the child starts its own workers. One pool for all kernels, so that no two sets of
+ * workers spin against each other.
  */
 #include "_parallel.h"
 
@@ -14,19 +16,22 @@
 #include <immintrin.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <time.h>
 
-#define SPIN_NS 200000  /* a worker spins this long for the next part before it sleeps */
+#define SPIN_NS 200000  /* a worker spins this long for the next job before it sleeps */
 
-typedef struct {
-    pthread_t id;
-    mg_part_fn fn;
-    void *ctx;
-    int part, parts;
-    atomic_int state;  /* 0 idle, 1 a part is posted, 2 the part is done */
-} worker;
+/* The job in progress. Parts are claimed, not assigned: the caller and the workers take the
+ * next unclaimed part until none is left, so a worker that the OS has not scheduled yet (the
+ * machine is shared; OpenBLAS's or OpenMP's threads may be spinning on the other core) delays
+ * nothing: the caller runs its parts. `ticket` packs (generation << 16 | parts << 8 | next part)
+ * so that a claim for a finished job fails; `fn` and `ctx` are read only after a claim. */
+static _Atomic uint64_t ticket;
+static atomic_int done;  /* parts of the current job finished */
+static mg_part_fn job_fn;
+static void *job_ctx;
 
-static worker workers[MG_MAX_PARTS];
+static pthread_t worker_ids[MG_MAX_PARTS];
 static int n_workers;
 static pthread_mutex_t pool_mutex = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t pool_wake = PTHREAD_COND_INITIALIZER;
@@ -38,22 +43,40 @@ static long long now_ns(void) {
     return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
+static uint64_t generation(uint64_t v) { return v >> 16; }
+
+/* Claim and run parts of job `gen` until none is left. */
+static void run_parts(uint64_t gen) {
+    for (;;) {
+        uint64_t v = atomic_load_explicit(&ticket, memory_order_acquire);
+        const int parts = (int)((v >> 8) & 0xFF), next = (int)(v & 0xFF);
+        if (generation(v) != gen || next >= parts)
+            return;
+        if (!atomic_compare_exchange_weak_explicit(&ticket, &v, v + 1, memory_order_acq_rel,
+                                                   memory_order_acquire))
+            continue;
+        job_fn(job_ctx, next, parts);
+        atomic_fetch_add_explicit(&done, 1, memory_order_release);
+    }
+}
+
 static void *worker_loop(void *arg) {
-    worker *w = arg;
+    (void)arg;
+    uint64_t seen = generation(atomic_load(&ticket));
     for (;;) {
         const long long until = now_ns() + SPIN_NS;
         int spins = 0;
-        while (atomic_load_explicit(&w->state, memory_order_acquire) != 1) {
+        while (generation(atomic_load_explicit(&ticket, memory_order_acquire)) == seen) {
             _mm_pause();
             if (++spins % 256 == 0 && now_ns() > until) {
                 pthread_mutex_lock(&pool_mutex);
-                while (atomic_load_explicit(&w->state, memory_order_acquire) != 1)
+                while (generation(atomic_load_explicit(&ticket, memory_order_acquire)) == seen)
                     pthread_cond_wait(&pool_wake, &pool_mutex);
                 pthread_mutex_unlock(&pool_mutex);
             }
         }
-        w->fn(w->ctx, w->part, w->parts);
-        atomic_store_explicit(&w->state, 2, memory_order_release);
+        seen = generation(atomic_load_explicit(&ticket, memory_order_acquire));
+        run_parts(seen);
     }
     return NULL;
 }
@@ -67,62 +90,47 @@ static void forget_workers(void) {
     pthread_mutex_init(&busy, NULL);
 }
 
-/* Workers for `want` extra parts (fewer if threads cannot be started); returns how many. */
-static int ensure_workers(int want) {
+/* At least `want` workers, if threads can be started. */
+static void ensure_workers(int want) {
     static int registered;
     if (!registered) {
         pthread_atfork(NULL, NULL, forget_workers);
         registered = 1;
     }
     while (n_workers < want) {
-        worker *w = &workers[n_workers];
-        atomic_store(&w->state, 0);
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setstacksize(&attr, 1 << 20);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        const int rc = pthread_create(&w->id, &attr, worker_loop, w);
+        const int rc = pthread_create(&worker_ids[n_workers], &attr, worker_loop, NULL);
         pthread_attr_destroy(&attr);
         if (rc != 0)
             break;
         n_workers++;
     }
-    return n_workers < want ? n_workers : want;
 }
 
 void mg_parallel(mg_part_fn fn, void *ctx, int parts) {
     if (parts > MG_MAX_PARTS)
         parts = MG_MAX_PARTS;
-    if (parts < 1)
-        parts = 1;
-    int helpers = 0, locked = 0;
-    if (parts > 1 && pthread_mutex_trylock(&busy) == 0) {
-        locked = 1;
-        helpers = ensure_workers(parts - 1);
+    if (parts < 2 || pthread_mutex_trylock(&busy) != 0) {  /* alone */
+        for (int p = 0; p < (parts < 1 ? 1 : parts); p++)
+            fn(ctx, p, parts < 1 ? 1 : parts);
+        return;
     }
-    for (int h = 0; h < helpers; h++) {
-        worker *w = &workers[h];
-        w->fn = fn;
-        w->ctx = ctx;
-        w->part = h + 1;
-        w->parts = parts;
-        atomic_store_explicit(&w->state, 1, memory_order_release);
-    }
-    if (helpers) {  /* wake the sleepers (no system call when none sleeps) */
-        pthread_mutex_lock(&pool_mutex);
-        pthread_cond_broadcast(&pool_wake);
-        pthread_mutex_unlock(&pool_mutex);
-    }
-    fn(ctx, 0, parts);
-    for (int p = helpers + 1; p < parts; p++)  /* no worker to be had: the part runs here */
-        fn(ctx, p, parts);
-    for (int h = 0; h < helpers; h++) {
-        while (atomic_load_explicit(&workers[h].state, memory_order_acquire) != 2)
-            _mm_pause();
-        atomic_store_explicit(&workers[h].state, 0, memory_order_relaxed);
-    }
-    if (locked)
-        pthread_mutex_unlock(&busy);
+    ensure_workers(parts - 1);
+    job_fn = fn;
+    job_ctx = ctx;
+    atomic_store_explicit(&done, 0, memory_order_relaxed);
+    const uint64_t gen = generation(atomic_load(&ticket)) + 1;
+    atomic_store_explicit(&ticket, gen << 16 | (uint64_t)parts << 8, memory_order_release);
+    pthread_mutex_lock(&pool_mutex);  /* wake the sleepers (no system call when none sleeps) */
+    pthread_cond_broadcast(&pool_wake);
+    pthread_mutex_unlock(&pool_mutex);
+    run_parts(gen);
+    while (atomic_load_explicit(&done, memory_order_acquire) < parts)
+        _mm_pause();  /* parts a worker claimed and is finishing */
+    pthread_mutex_unlock(&busy);
 }
 #else
 void mg_parallel(mg_part_fn fn, void *ctx, int parts) {
@@ -150,6 +158,13 @@ static PyMethodDef methods[] = {
      "The convolution data gradient's window sums: cols (C, kh, kw, OH, OW, N) float32,\n"
      "C-contiguous -> out (N, C, H, W) float32, C-contiguous; geometry = (N, C, H, W, kh, kw,\n"
      "OH, OW, sh, sw, ph, pw, dh, dw)."},
+    {"pool_scan", mg_py_pool_scan, METH_VARARGS,
+     "pool_scan(kind, x, best, idx, geometry, threads): each window's maximum into best and its\n"
+     "kernel offset into idx (int8); kind 'f32', 'f64', 'f16' or 'bf16'; geometry (planes, Hp,\n"
+     "Wp, OH, OW, kh, kw, sh, sw, dh, dw)."},
+    {"pool_scatter", mg_py_pool_scatter, METH_VARARGS,
+     "pool_scatter(kind, gy, idx, acc, geometry, threads): each gradient stored ('store2/4/8')\n"
+     "or added ('add_f32/f64') at its window's maximum in the zeroed acc."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -1,5 +1,6 @@
 /* Shared by the sources of the `_parallel` extension (setup.py): _parallel.c (the worker pool
- * and the module), _bf16_gemm.c (bfloat16 GEMM), _col2im.c (convolution data gradient).
+ * and the module), _bf16_gemm.c (bfloat16 GEMM), _col2im.c (convolution data gradient),
+ * _pool.c (max pooling).
  * Optional, like minigrad's other C extensions: without it minigrad runs NumPy twins. */
 #ifndef MINIGRAD_PARALLEL_H
 #define MINIGRAD_PARALLEL_H
@@ -26,6 +27,8 @@ extern int mg_cpu_bf16;
 
 PyObject *mg_py_bf16_gemm(PyObject *self, PyObject *args);
 PyObject *mg_py_col2im(PyObject *self, PyObject *args);
+PyObject *mg_py_pool_scan(PyObject *self, PyObject *args);
+PyObject *mg_py_pool_scatter(PyObject *self, PyObject *args);
 void mg_detect_bf16(void);
 
 #endif

@@ -1,4 +1,5 @@
-/* Max pooling's two array kernels on the CPU, for pool_cpu.py: the window scan (each window's
+/* Max pooling's two array kernels on the CPU (part of the `_parallel` extension, for
+ * pool_cpu.py): the window scan (each window's
  * maximum and its kernel offset) and the gradient scatter (each output gradient to its window's
  * maximum).
  *
@@ -12,12 +13,13 @@
  * and the last NaN win), and the output is the input element at that offset, bit for bit.
  * float16/bfloat16 are compared as integer keys that order like the numbers (both zeros equal),
  * with no conversion. The scatter stores (windows that never overlap) or adds in window order
- * (PyTorch's order). Optional: setup.py builds this module when a C compiler is there; without
- * it pooling.py runs its NumPy kernels. The GIL is released while working. Arrays come in
- * C-contiguous through the buffer protocol; pool_cpu.py checks sizes and dtypes.
+ * (PyTorch's order). The pool's workers (_parallel.c) split the planes. Optional: setup.py builds
+ * the extension when a C compiler is there; without it pooling.py runs its NumPy kernels. The GIL
+ * is released while working. Arrays come in C-contiguous through the buffer protocol;
+ * pool_cpu.py checks sizes and dtypes.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_parallel.h"
+
 #include <stdint.h>
 #include <string.h>
 
@@ -156,7 +158,7 @@ static int get_buffers(PyObject *const objs[3], Py_buffer bufs[3], int written,
     }
     for (int i = 0; i < 3; i++) {
         if (bufs[i].len != sizes[i]) {
-            PyErr_SetString(PyExc_ValueError, "_pool: array sizes do not match the geometry");
+            PyErr_SetString(PyExc_ValueError, "pool: array sizes do not match the geometry");
             for (int j = 0; j < 3; j++)
                 PyBuffer_Release(&bufs[j]);
             return -1;
@@ -177,122 +179,152 @@ static int check_geometry(const geometry *g) {
     if (g->kh * g->kw > 127 || g->kh < 1 || g->kw < 1 || g->sh < 1 || g->sw < 1 || g->dh < 1 ||
         g->dw < 1 || (g->oh - 1) * g->sh + (g->kh - 1) * g->dh >= g->hp ||
         (g->ow - 1) * g->sw + (g->kw - 1) * g->dw >= g->wp) {
-        PyErr_SetString(PyExc_ValueError, "_pool: windows outside the padded input, or more "
+        PyErr_SetString(PyExc_ValueError, "pool: windows outside the padded input, or more "
                                           "than 127 kernel offsets");
         return -1;
     }
     return 0;
 }
 
-/* (kind, three arrays, geometry tuple): the arguments of scan and scatter, the geometry checked. */
-static int parse_call(PyObject *args, const char **kind, PyObject *objs[3], geometry *g) {
+/* (kind, three arrays, geometry tuple, threads): the arguments of scan and scatter, the
+ * geometry checked. */
+static int parse_call(PyObject *args, const char **kind, PyObject *objs[3], geometry *g,
+                      int *threads) {
     PyObject *shape;
-    if (!PyArg_ParseTuple(args, "sOOOO!", kind, &objs[0], &objs[1], &objs[2], &PyTuple_Type,
-                          &shape) || !parse_geometry(shape, g) || check_geometry(g) < 0)
+    if (!PyArg_ParseTuple(args, "sOOOO!i", kind, &objs[0], &objs[1], &objs[2], &PyTuple_Type,
+                          &shape, threads) || !parse_geometry(shape, g) || check_geometry(g) < 0)
         return -1;
     return 0;
 }
 
-/* scan(kind, x, best, idx, geometry) with kind "f32", "f64", "f16" or "bf16". */
-static PyObject *py_scan(PyObject *self, PyObject *args) {
+/* ------------------------------------------------------------------------------- parts */
+enum { SCAN_F32, SCAN_F64, SCAN_F16, SCAN_BF16, STORE_2, STORE_4, STORE_8, ADD_F32, ADD_F64 };
+
+typedef struct {  /* scan: a = x, b = best, c = idx; scatter: a = gy, b = idx, c = acc */
+    int kernel;
+    Py_ssize_t item;
+    const char *a;
+    char *b, *c;
+    geometry g;
+    Py_ssize_t shift[127];
+} pool_job;
+
+/* The planes [p0, p1) of a job: the same kernel on a geometry of fewer planes. */
+static void pool_part(void *ctx, int part, int parts) {
+    const pool_job *t = ctx;
+    const Py_ssize_t p0 = t->g.planes * part / parts, p1 = t->g.planes * (part + 1) / parts;
+    if (p0 == p1)
+        return;
+    geometry g = t->g;
+    g.planes = p1 - p0;
+    const Py_ssize_t plane_in = g.hp * g.wp, plane_out = g.oh * g.ow, it = t->item;
+    if (t->kernel <= SCAN_BF16) {
+        const void *x = t->a + p0 * plane_in * it;
+        void *best = t->b + p0 * plane_out * it;
+        int8_t *idx = (int8_t *)t->c + p0 * plane_out;
+        if (t->kernel == SCAN_F32)
+            scan_f32(x, best, idx, &g, t->shift);
+        else if (t->kernel == SCAN_F64)
+            scan_f64(x, best, idx, &g, t->shift);
+        else if (t->kernel == SCAN_F16)
+            scan_f16(x, best, idx, &g, t->shift);
+        else
+            scan_bf16(x, best, idx, &g, t->shift);
+        return;
+    }
+    const void *gy = t->a + p0 * plane_out * it;
+    const int8_t *idx = (const int8_t *)t->b + p0 * plane_out;
+    void *acc = t->c + p0 * plane_in * it;
+    switch (t->kernel) {
+    case STORE_2: store_2(gy, idx, acc, &g, t->shift); break;
+    case STORE_4: store_4(gy, idx, acc, &g, t->shift); break;
+    case STORE_8: store_8(gy, idx, acc, &g, t->shift); break;
+    case ADD_F32: add_f32(gy, idx, acc, &g, t->shift); break;
+    default: add_f64(gy, idx, acc, &g, t->shift); break;
+    }
+}
+
+static void run_pool(pool_job *t, Py_buffer bufs[3], int threads) {
+    t->a = bufs[0].buf;
+    t->b = bufs[1].buf;
+    t->c = bufs[2].buf;
+    offset_shifts(&t->g, t->shift);
+    if (threads > t->g.planes)
+        threads = (int)t->g.planes;
+    Py_BEGIN_ALLOW_THREADS
+    mg_parallel(pool_part, t, threads);
+    Py_END_ALLOW_THREADS
+}
+
+/* ------------------------------------------------------------------------------- Python */
+/* pool_scan(kind, x, best, idx, geometry, threads) with kind "f32", "f64", "f16" or "bf16". */
+PyObject *mg_py_pool_scan(PyObject *self, PyObject *args) {
+    (void)self;
     const char *kind;
     PyObject *objs[3];
-    geometry g;
-    if (parse_call(args, &kind, objs, &g) < 0)
+    pool_job t;
+    int threads;
+    if (parse_call(args, &kind, objs, &t.g, &threads) < 0)
         return NULL;
-    Py_ssize_t item = !strcmp(kind, "f32") ? 4 : !strcmp(kind, "f64") ? 8 : 2;
-    if (item == 2 && strcmp(kind, "f16") && strcmp(kind, "bf16")) {
-        PyErr_Format(PyExc_ValueError, "_pool.scan: unknown kind %s", kind);
+    static const char *kinds[] = {"f32", "f64", "f16", "bf16"};
+    static const Py_ssize_t items[] = {4, 8, 2, 2};
+    t.kernel = -1;
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(kind, kinds[i]))
+            t.kernel = SCAN_F32 + i, t.item = items[i];
+    if (t.kernel < 0) {
+        PyErr_Format(PyExc_ValueError, "pool_scan: unknown kind %s", kind);
         return NULL;
     }
-    Py_ssize_t outs = g.planes * g.oh * g.ow;
-    Py_ssize_t sizes[3] = {g.planes * g.hp * g.wp * item, outs * item, outs};
+    const Py_ssize_t outs = t.g.planes * t.g.oh * t.g.ow;
+    const Py_ssize_t sizes[3] = {t.g.planes * t.g.hp * t.g.wp * t.item, outs * t.item, outs};
     Py_buffer bufs[3];
     if (get_buffers(objs, bufs, 6, sizes) < 0)  /* best and idx written */
         return NULL;
-    Py_ssize_t shift[127];
-    offset_shifts(&g, shift);
-    int f16 = !strcmp(kind, "f16");
-    Py_BEGIN_ALLOW_THREADS
-    if (item == 4)
-        scan_f32(bufs[0].buf, bufs[1].buf, bufs[2].buf, &g, shift);
-    else if (item == 8)
-        scan_f64(bufs[0].buf, bufs[1].buf, bufs[2].buf, &g, shift);
-    else if (f16)
-        scan_f16(bufs[0].buf, bufs[1].buf, bufs[2].buf, &g, shift);
-    else
-        scan_bf16(bufs[0].buf, bufs[1].buf, bufs[2].buf, &g, shift);
-    Py_END_ALLOW_THREADS
+    run_pool(&t, bufs, threads);
     for (int j = 0; j < 3; j++)
         PyBuffer_Release(&bufs[j]);
     Py_RETURN_NONE;
 }
 
-/* scatter(kind, gy, idx, acc, geometry) with kind "store2", "store4", "store8" (windows that
- * never overlap), "add_f32" or "add_f64". */
-static PyObject *py_scatter(PyObject *self, PyObject *args) {
+/* pool_scatter(kind, gy, idx, acc, geometry, threads) with kind "store2", "store4", "store8"
+ * (windows that never overlap), "add_f32" or "add_f64". */
+PyObject *mg_py_pool_scatter(PyObject *self, PyObject *args) {
+    (void)self;
     const char *kind;
     PyObject *objs[3];
-    geometry g;
-    if (parse_call(args, &kind, objs, &g) < 0)
+    pool_job t;
+    int threads;
+    if (parse_call(args, &kind, objs, &t.g, &threads) < 0)
         return NULL;
-    int add = !strncmp(kind, "add_", 4);
-    Py_ssize_t item = !strcmp(kind, "store2") ? 2
-                      : (!strcmp(kind, "store4") || !strcmp(kind, "add_f32")) ? 4
-                      : (!strcmp(kind, "store8") || !strcmp(kind, "add_f64")) ? 8 : 0;
-    if (!item) {
-        PyErr_Format(PyExc_ValueError, "_pool.scatter: unknown kind %s", kind);
+    static const char *kinds[] = {"store2", "store4", "store8", "add_f32", "add_f64"};
+    static const Py_ssize_t items[] = {2, 4, 8, 4, 8};
+    t.kernel = -1;
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(kind, kinds[i]))
+            t.kernel = STORE_2 + i, t.item = items[i];
+    if (t.kernel < 0) {
+        PyErr_Format(PyExc_ValueError, "pool_scatter: unknown kind %s", kind);
         return NULL;
     }
-    Py_ssize_t outs = g.planes * g.oh * g.ow;
-    Py_ssize_t sizes[3] = {outs * item, outs, g.planes * g.hp * g.wp * item};
+    const Py_ssize_t outs = t.g.planes * t.g.oh * t.g.ow;
+    const Py_ssize_t sizes[3] = {outs * t.item, outs, t.g.planes * t.g.hp * t.g.wp * t.item};
     Py_buffer bufs[3];
     if (get_buffers(objs, bufs, 4, sizes) < 0)  /* acc written */
         return NULL;
-    Py_ssize_t shift[127];
-    offset_shifts(&g, shift);
-    const int k = g.kh * g.kw;
     /* an index outside the kernel would write outside acc */
+    const int k = t.g.kh * t.g.kw;
     const int8_t *idx = bufs[1].buf;
     int bad = 0;
     for (Py_ssize_t i = 0; i < outs; i++)
         bad |= (idx[i] < 0) | (idx[i] >= k);
-    if (bad) {
-        PyErr_SetString(PyExc_ValueError, "_pool.scatter: an index outside the kernel");
-    } else {
-        Py_BEGIN_ALLOW_THREADS
-        if (add && item == 4)
-            add_f32(bufs[0].buf, idx, bufs[2].buf, &g, shift);
-        else if (add)
-            add_f64(bufs[0].buf, idx, bufs[2].buf, &g, shift);
-        else if (item == 2)
-            store_2(bufs[0].buf, idx, bufs[2].buf, &g, shift);
-        else if (item == 4)
-            store_4(bufs[0].buf, idx, bufs[2].buf, &g, shift);
-        else
-            store_8(bufs[0].buf, idx, bufs[2].buf, &g, shift);
-        Py_END_ALLOW_THREADS
-    }
+    if (bad)
+        PyErr_SetString(PyExc_ValueError, "pool_scatter: an index outside the kernel");
+    else
+        run_pool(&t, bufs, threads);
     for (int j = 0; j < 3; j++)
         PyBuffer_Release(&bufs[j]);
     if (PyErr_Occurred())
         return NULL;
     Py_RETURN_NONE;
 }
-
-static PyMethodDef methods[] = {
-    {"scan", py_scan, METH_VARARGS,
-     "scan(kind, x, best, idx, geometry): each window's maximum into best and its kernel "
-     "offset into idx (int8); kind 'f32', 'f64', 'f16' or 'bf16'; geometry (planes, Hp, Wp, "
-     "OH, OW, kh, kw, sh, sw, dh, dw)."},
-    {"scatter", py_scatter, METH_VARARGS,
-     "scatter(kind, gy, idx, acc, geometry): each gradient stored ('store2/4/8') or added "
-     "('add_f32/f64') at its window's maximum in the zeroed acc."},
-    {NULL, NULL, 0, NULL},
-};
-
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_pool",
-                                    "max pooling's window scan and gradient scatter", -1,
-                                    methods};
-
-PyMODINIT_FUNC PyInit__pool(void) { return PyModule_Create(&module); }

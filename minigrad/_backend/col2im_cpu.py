@@ -6,7 +6,7 @@ gradient into a zeroed padded buffer one kernel offset at a time (a strided pass
 buffer each), then crops and transposes it; LeNet-5's conv2 spends 240-410 us there per step.
 The extension sums each input row's windows while they stay in cache, in the same order (the
 same bits), writes the row transposed into NCHW, and splits the rows over the worker threads
-that the bfloat16 GEMM uses (as many as BLAS would get for as many additions).
+that the bfloat16 GEMM uses.
 ``tests/test_col2im_cpu.py`` holds it to the twin.
 """
 
@@ -35,6 +35,8 @@ def col2im(dcols, geometry):
         return None
     n, c, h, w = geometry[:4]
     out = np.empty((n, c, h, w), dtype=dcols.dtype)
+    # as many threads as BLAS would get for a GEMM that takes as long (an addition here costs
+    # about what 16 flops of LeNet's GEMMs do: both are bound by memory)
     _parallel.col2im(np.ascontiguousarray(dcols), out, tuple(int(v) for v in geometry),
-                     blas.threads_for(dcols.size))
+                     blas.threads_for(16 * dcols.size))
     return out

@@ -1,5 +1,5 @@
 """Max pooling's window scan and gradient scatter on the CPU, in the optional C extension
-``_pool`` (``setup.py``).
+``_parallel`` (``_pool.c``, ``setup.py``).
 
 NumPy runs a max pool as one pass over the whole array per kernel offset (a comparison, an index
 update and a maximum, each its own loop) and its gradient as fancy indexing through a computed
@@ -21,21 +21,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import casts
+from . import blas, casts
 from .dtypes import bfloat16, float16
 
 __all__ = ["AVAILABLE", "scan", "scans", "scatter"]
 
 try:
-    from . import _pool
+    from . import _parallel
 except ImportError:  # built without a C compiler: the NumPy twin in functional/pooling.py
-    _pool = None
-AVAILABLE = _pool is not None  # tests switch it off to check the NumPy twin
+    _parallel = None
+AVAILABLE = _parallel is not None  # tests switch it off to check the NumPy twin
 
 _SCAN_KINDS = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
                np.dtype(float16): "f16", np.dtype(bfloat16): "bf16"}
 _ADD_KINDS = {np.dtype(np.float32): "add_f32", np.dtype(np.float64): "add_f64"}
 _MAX_OFFSETS = 127  # kernel offsets are numbered in int8
+
+
+def _threads(elements):
+    """Worker threads for a pass over ``elements``: as many as BLAS would get for a GEMM that
+    takes as long (an element of the 2x2 scan costs about what 32 flops of LeNet's GEMMs do)."""
+    return blas.threads_for(32 * elements)
 
 
 def scans(x) -> bool:
@@ -54,7 +60,8 @@ def scan(xpad, geometry):
     planes, _, _, oh, ow = geometry[:5]
     best = np.empty((planes, oh, ow), dtype=xpad.dtype)
     idx = np.empty((planes, oh, ow), dtype=np.int8)
-    _pool.scan(kind, np.ascontiguousarray(xpad), best, idx, geometry)
+    _parallel.pool_scan(kind, np.ascontiguousarray(xpad), best, idx, geometry,
+                        _threads(xpad.size))
     return best, idx
 
 
@@ -72,5 +79,6 @@ def scatter(gy, idx, geometry, acc_dtype, overlapping):
     if kind is None:
         return None
     acc = np.zeros(geometry[:3], dtype=acc_dtype)
-    _pool.scatter(kind, np.ascontiguousarray(gy), np.ascontiguousarray(idx), acc, geometry)
+    _parallel.pool_scatter(kind, np.ascontiguousarray(gy), np.ascontiguousarray(idx), acc,
+                           geometry, _threads(acc.size))
     return acc
