@@ -15,6 +15,7 @@
 #ifdef MINIGRAD_X86
 #include <immintrin.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
@@ -68,12 +69,16 @@ static void *worker_loop(void *arg) {
         int spins = 0;
         while (generation(atomic_load_explicit(&ticket, memory_order_acquire)) == seen) {
             _mm_pause();
-            if (++spins % 256 == 0 && now_ns() > until) {
-                pthread_mutex_lock(&pool_mutex);
-                while (generation(atomic_load_explicit(&ticket, memory_order_acquire)) == seen)
-                    pthread_cond_wait(&pool_wake, &pool_mutex);
-                pthread_mutex_unlock(&pool_mutex);
+            if (++spins % 256)
+                continue;
+            if (now_ns() < until) {
+                sched_yield();  /* spin politely: BLAS's and other processes' threads go first */
+                continue;
             }
+            pthread_mutex_lock(&pool_mutex);
+            while (generation(atomic_load_explicit(&ticket, memory_order_acquire)) == seen)
+                pthread_cond_wait(&pool_wake, &pool_mutex);
+            pthread_mutex_unlock(&pool_mutex);
         }
         seen = generation(atomic_load_explicit(&ticket, memory_order_acquire));
         run_parts(seen);
