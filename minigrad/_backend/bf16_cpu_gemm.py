@@ -4,9 +4,10 @@
 Without it a bfloat16 product on the CPU converts both operands to float32 and runs NumPy's
 float32 GEMM (``kernels.matmul``). The extension multiplies the bfloat16 bits directly with the
 CPU's bfloat16 dot-product instruction (two exact products added to a float32 accumulator per
-lane), on half the bytes and without the conversions: LeNet-5's products took 1.5-4x less time
-than the float32 GEMM of the converted operands (``benchmarks/results``). The result is the float32
-accumulator, which the caller rounds once, as before.
+lane), on half the bytes and without the conversions: LeNet-5's products took 1.3-2.5x less time
+than NumPy's float32 GEMM on operands converted beforehand, 2-3x counting the conversion
+(``benchmarks/results``). The result is the float32 accumulator, which the caller rounds once,
+as before.
 
 One difference, the instruction's: subnormal inputs and results count as zero (bfloat16 has
 float32's exponent range, so this is below 1.2e-38). PyTorch's bfloat16 convolutions and linear
@@ -31,6 +32,7 @@ except ImportError:  # built without a C compiler
 AVAILABLE = bool(_parallel is not None and _parallel.bf16_available())  # tests switch it off
 
 _u16 = np.uint16
+
 
 def takes(a, b) -> bool:
     """Whether ``product`` multiplies ``a`` and ``b``: 2-D bfloat16 NumPy arrays, extension built
