@@ -26,7 +26,14 @@
 
 int mg_cpu_bf16;
 
-#ifdef MINIGRAD_X86
+/* The bfloat16 intrinsics came with GCC 10 and Clang 9; an older compiler builds the rest of
+ * the extension, and this kernel reports itself unavailable. */
+#if defined(MINIGRAD_X86) && ((defined(__clang__) && __clang_major__ >= 9) || \
+                              (!defined(__clang__) && __GNUC__ >= 10))
+#define MINIGRAD_BF16 1
+#endif
+
+#ifdef MINIGRAD_BF16
 #include <cpuid.h>
 #include <immintrin.h>
 
@@ -292,11 +299,11 @@ static int run(const mat *a, const mat *b, float *c, int inner, int threads) {
 }
 #else
 void mg_detect_bf16(void) {}
-#endif /* MINIGRAD_X86 */
+#endif /* MINIGRAD_BF16 */
 
 /* ------------------------------------------------------------------------------- Python */
 static int as_matrix(Py_buffer *v, const char *name, void *m_) {
-#ifdef MINIGRAD_X86
+#ifdef MINIGRAD_BF16
     mat *m = m_;
     if (v->ndim != 2 || v->itemsize != 2 || v->strides[0] % 2 || v->strides[1] % 2) {
         PyErr_Format(PyExc_ValueError, "bf16_gemm: %s must be a 2-D array of 16-bit elements",
@@ -313,7 +320,7 @@ static int as_matrix(Py_buffer *v, const char *name, void *m_) {
 
 PyObject *mg_py_bf16_gemm(PyObject *self, PyObject *args) {
     (void)self;
-#ifdef MINIGRAD_X86
+#ifdef MINIGRAD_BF16
     PyObject *ao, *bo, *co;
     int threads, form;
     if (!PyArg_ParseTuple(args, "OOOii", &ao, &bo, &co, &threads, &form))
@@ -370,7 +377,8 @@ done:
     Py_RETURN_NONE;
 #else
     (void)args;
-    PyErr_SetString(PyExc_RuntimeError, "bf16_gemm: built without x86-64 support");
+    PyErr_SetString(PyExc_RuntimeError,
+                    "bf16_gemm: built without AVX512_BF16 support (x86-64, GCC 10 or Clang 9)");
     return NULL;
 #endif
 }
