@@ -275,3 +275,21 @@ def test_float16_and_batched_products_keep_the_float32_gemm(rng):
         kernels.matmul(_bf16(rng, (2, 3, 4)), _bf16(rng, (2, 4, 5)))
         kernels.matmul(_bf16(rng, (3, 4)), rng.standard_normal((4, 2)).astype(np.float16))
     assert paths == ["cpu-emulated-fp32-accumulate"] * 3
+
+
+def test_benchmark_script_runs_and_agrees_with_pytorch():
+    # benchmarks/cpu_bf16_gemm.py: LeNet-5's products, timed; the kernel's bfloat16 results
+    # within one rounding of PyTorch's bfloat16 matmul (on the development machine: equal)
+    import importlib.util
+    import pathlib
+
+    pytest.importorskip("torch")
+    path = pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "cpu_bf16_gemm.py"
+    spec = importlib.util.spec_from_file_location("cpu_bf16_gemm", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows = bench.main(["--repeats", "1"])
+    assert len(rows) == len(bench.SHAPES)
+    for row in rows:
+        assert all(row[c] > 0 for c in ("f32 BLAS", "+ convert", "bf16 1t", "bf16 2t"))
+        assert row["max |diff|"] <= 1
