@@ -293,3 +293,27 @@ def test_benchmark_script_runs_and_agrees_with_pytorch():
     for row in rows:
         assert all(row[c] > 0 for c in ("f32 BLAS", "+ convert", "bf16 1t", "bf16 2t"))
         assert row["max |diff|"] <= 1
+
+
+def test_pytorch_flushes_the_same_subnormals_on_this_cpu():
+    # The deviations row says PyTorch's oneDNN bfloat16 linear and conv flush subnormals on a
+    # CPU with AVX512_BF16 too: both give zero where the exact answer is subnormal.
+    torch = pytest.importorskip("torch")
+    if not torch.backends.mkldnn.is_available():
+        pytest.skip("PyTorch without oneDNN")
+    tiny = np.full((64, 400), 1e-39, dtype=BF16)  # subnormal inputs
+    small = np.full((64, 400), 1e-20, dtype=BF16)  # normal inputs, subnormal products
+    w_one, w_small = np.ones((120, 400), BF16), np.full((120, 400), 1e-19, BF16)
+    for x, w in ((tiny, w_one), (small, w_small)):
+        ours = F.linear(mg.tensor(x), mg.tensor(w)).numpy().astype(np.float32)
+        theirs = torch.nn.functional.linear(
+            *(torch.from_numpy(v.astype(np.float32)).bfloat16() for v in (x, w))).float()
+        np.testing.assert_array_equal(ours, theirs.numpy())
+        assert not ours.any()
+    x = np.full((2, 1, 8, 8), 1e-20, dtype=BF16)
+    w = np.full((4, 1, 3, 3), 1e-19, dtype=BF16)
+    ours = F.conv2d(mg.tensor(x), mg.tensor(w)).numpy().astype(np.float32)
+    theirs = torch.nn.functional.conv2d(
+        *(torch.from_numpy(v.astype(np.float32)).bfloat16() for v in (x, w))).float()
+    np.testing.assert_array_equal(ours, theirs.numpy())
+    assert not ours.any()
