@@ -297,14 +297,7 @@ static int run(const mat *a, const mat *b, float *c, int inner, int threads) {
             return -1;
     return 0;
 }
-#else
-void mg_detect_bf16(void) {}
-#endif /* MINIGRAD_BF16 */
-
-/* ------------------------------------------------------------------------------- Python */
-static int as_matrix(Py_buffer *v, const char *name, void *m_) {
-#ifdef MINIGRAD_BF16
-    mat *m = m_;
+static int as_matrix(const Py_buffer *v, const char *name, mat *m) {
     if (v->ndim != 2 || v->itemsize != 2 || v->strides[0] % 2 || v->strides[1] % 2) {
         PyErr_Format(PyExc_ValueError, "bf16_gemm: %s must be a 2-D array of 16-bit elements",
                      name);
@@ -312,12 +305,12 @@ static int as_matrix(Py_buffer *v, const char *name, void *m_) {
     }
     *m = (mat){v->buf, v->shape[0], v->shape[1], v->strides[0] / 2, v->strides[1] / 2};
     return 0;
-#else
-    (void)v; (void)name; (void)m_;
-    return -1;
-#endif
 }
+#else
+void mg_detect_bf16(void) {}
+#endif /* MINIGRAD_BF16 */
 
+/* ------------------------------------------------------------------------------- Python */
 PyObject *mg_py_bf16_gemm(PyObject *self, PyObject *args) {
     (void)self;
 #ifdef MINIGRAD_BF16

@@ -186,17 +186,6 @@ static int check_geometry(const geometry *g) {
     return 0;
 }
 
-/* (kind, three arrays, geometry tuple, threads): the arguments of scan and scatter, the
- * geometry checked. */
-static int parse_call(PyObject *args, const char **kind, PyObject *objs[3], geometry *g,
-                      int *threads) {
-    PyObject *shape;
-    if (!PyArg_ParseTuple(args, "sOOOO!i", kind, &objs[0], &objs[1], &objs[2], &PyTuple_Type,
-                          &shape, threads) || !parse_geometry(shape, g) || check_geometry(g) < 0)
-        return -1;
-    return 0;
-}
-
 /* ------------------------------------------------------------------------------- parts */
 enum { SCAN_F32, SCAN_F64, SCAN_F16, SCAN_BF16, STORE_2, STORE_4, STORE_8, ADD_F32, ADD_F64 };
 
@@ -257,25 +246,38 @@ static void run_pool(pool_job *t, Py_buffer bufs[3], int threads) {
 }
 
 /* ------------------------------------------------------------------------------- Python */
+/* (kind, three arrays, geometry tuple, threads): the arguments of scan and scatter. The
+ * geometry is checked and the kind, one of `n` names, gives the job its kernel (`first` + its
+ * index) and element size. */
+static int parse_call(PyObject *args, const char *name, const char *const kinds[],
+                      const Py_ssize_t items[], int n, int first, PyObject *objs[3], pool_job *t,
+                      int *threads) {
+    const char *kind;
+    PyObject *shape;
+    if (!PyArg_ParseTuple(args, "sOOOO!i", &kind, &objs[0], &objs[1], &objs[2], &PyTuple_Type,
+                          &shape, threads) || !parse_geometry(shape, &t->g) ||
+        check_geometry(&t->g) < 0)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(kind, kinds[i])) {
+            t->kernel = first + i;
+            t->item = items[i];
+            return 0;
+        }
+    PyErr_Format(PyExc_ValueError, "%s: unknown kind %s", name, kind);
+    return -1;
+}
+
 /* pool_scan(kind, x, best, idx, geometry, threads) with kind "f32", "f64", "f16" or "bf16". */
 PyObject *mg_py_pool_scan(PyObject *self, PyObject *args) {
     (void)self;
-    const char *kind;
+    static const char *const kinds[] = {"f32", "f64", "f16", "bf16"};
+    static const Py_ssize_t items[] = {4, 8, 2, 2};
     PyObject *objs[3];
     pool_job t;
     int threads;
-    if (parse_call(args, &kind, objs, &t.g, &threads) < 0)
+    if (parse_call(args, "pool_scan", kinds, items, 4, SCAN_F32, objs, &t, &threads) < 0)
         return NULL;
-    static const char *kinds[] = {"f32", "f64", "f16", "bf16"};
-    static const Py_ssize_t items[] = {4, 8, 2, 2};
-    t.kernel = -1;
-    for (int i = 0; i < 4; i++)
-        if (!strcmp(kind, kinds[i]))
-            t.kernel = SCAN_F32 + i, t.item = items[i];
-    if (t.kernel < 0) {
-        PyErr_Format(PyExc_ValueError, "pool_scan: unknown kind %s", kind);
-        return NULL;
-    }
     const Py_ssize_t outs = t.g.planes * t.g.oh * t.g.ow;
     const Py_ssize_t sizes[3] = {t.g.planes * t.g.hp * t.g.wp * t.item, outs * t.item, outs};
     Py_buffer bufs[3];
@@ -291,22 +293,13 @@ PyObject *mg_py_pool_scan(PyObject *self, PyObject *args) {
  * (windows that never overlap), "add_f32" or "add_f64". */
 PyObject *mg_py_pool_scatter(PyObject *self, PyObject *args) {
     (void)self;
-    const char *kind;
+    static const char *const kinds[] = {"store2", "store4", "store8", "add_f32", "add_f64"};
+    static const Py_ssize_t items[] = {2, 4, 8, 4, 8};
     PyObject *objs[3];
     pool_job t;
     int threads;
-    if (parse_call(args, &kind, objs, &t.g, &threads) < 0)
+    if (parse_call(args, "pool_scatter", kinds, items, 5, STORE_2, objs, &t, &threads) < 0)
         return NULL;
-    static const char *kinds[] = {"store2", "store4", "store8", "add_f32", "add_f64"};
-    static const Py_ssize_t items[] = {2, 4, 8, 4, 8};
-    t.kernel = -1;
-    for (int i = 0; i < 5; i++)
-        if (!strcmp(kind, kinds[i]))
-            t.kernel = STORE_2 + i, t.item = items[i];
-    if (t.kernel < 0) {
-        PyErr_Format(PyExc_ValueError, "pool_scatter: unknown kind %s", kind);
-        return NULL;
-    }
     const Py_ssize_t outs = t.g.planes * t.g.oh * t.g.ow;
     const Py_ssize_t sizes[3] = {outs * t.item, outs, t.g.planes * t.g.hp * t.g.wp * t.item};
     Py_buffer bufs[3];
